@@ -1,0 +1,34 @@
+"""Printing: rich tables for people, JSON for machines, errors to stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from cartograph.errors import CartographError
+
+stdout = Console(soft_wrap=True)
+stderr = Console(stderr=True, soft_wrap=True)
+
+
+def print_json(data: Any) -> None:
+    """JSON on stdout, nothing else, so it pipes cleanly into jq."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("" if cell is None else str(cell) for cell in row))
+    stdout.print(table)
+
+
+def print_error(exc: CartographError) -> None:
+    stderr.print(f"[bold red]error[/] [dim]({exc.code})[/]: {exc.message}", highlight=False)

@@ -1,0 +1,146 @@
+"""Typed configuration: small value objects with named, safe defaults.
+
+The file format is TOML (``cartograph.toml``); see ``docs/config.md``. Every
+section is optional except the servers a federation needs. Relative paths are
+resolved against the config file's folder by the loader, never here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_CONNECT_TIMEOUT: Final = 30.0
+DEFAULT_CALL_TIMEOUT: Final = 60.0
+DEFAULT_STATE_DIR: Final = ".cartograph"
+DEFAULT_HTTP_HOST: Final = "127.0.0.1"
+DEFAULT_HTTP_PORT: Final = 8765
+DEFAULT_MAX_BODY_BYTES: Final = 4 * 1024 * 1024
+DEFAULT_MAX_IN_FLIGHT: Final = 8
+DEFAULT_QUEUE_SIZE: Final = 32
+DEFAULT_BREAKER_FAILURES: Final = 5
+DEFAULT_BREAKER_COOLDOWN: Final = 30.0
+DEFAULT_MAX_RESULT_BYTES: Final = 1024 * 1024
+PROXY_TOOL_NAMES: Final = frozenset({"discover", "status", "call"})
+
+Transport = Literal["stdio", "streamable-http", "sse"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerConfig(_Section):
+    """One upstream MCP server.
+
+    Exactly one of ``command`` (stdio) or ``url`` (streamable HTTP / SSE) is set.
+    ``stateless`` declares that one upstream session may be shared across
+    downstream clients (P-POOL-1); the safe default is not to share.
+    """
+
+    name: str
+    transport: Transport = "stdio"
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: Path | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+    connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0)
+    call_timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, gt=0)
+    stateless: bool = False
+    publisher: str | None = None
+
+
+class LLMGeneratorConfig(_Section):
+    """An OpenAI-compatible chat-completions endpoint for card generation."""
+
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = Field(default=4, ge=1, le=64)
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+
+
+class CardsConfig(_Section):
+    generator: Literal["template", "llm"] = "template"
+    llm: LLMGeneratorConfig = Field(default_factory=LLMGeneratorConfig)
+    overrides: Path | None = None
+    key: Path | None = None
+    trust: Path | None = None
+
+
+class IndexConfig(_Section):
+    embedder: Literal["minilm", "fake"] = "minilm"
+    ranker: Literal["hybrid", "two-stage", "dense", "bm25", "jaccard", "random"] = "hybrid"
+    default_k: int = Field(default=5, ge=1, le=50)
+
+
+class GatewayConfig(_Section):
+    mode: Literal["pooled", "oneshot"] = "pooled"
+    max_in_flight: int = Field(default=DEFAULT_MAX_IN_FLIGHT, ge=1)
+    queue_size: int = Field(default=DEFAULT_QUEUE_SIZE, ge=0)
+    breaker_failures: int = Field(default=DEFAULT_BREAKER_FAILURES, ge=1)
+    breaker_cooldown: float = Field(default=DEFAULT_BREAKER_COOLDOWN, gt=0)
+    max_result_bytes: int = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024)
+    audit_log: Path | None = None
+
+
+class TokenConfig(_Section):
+    """A bearer token (read from an environment variable) mapped to a principal."""
+
+    principal: str
+    token_env: str
+    catalogs: tuple[str, ...] = ("*",)
+
+
+class HttpConfig(_Section):
+    host: str = DEFAULT_HTTP_HOST
+    port: int = Field(default=DEFAULT_HTTP_PORT, ge=0, le=65535)
+    allowed_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
+    mount_mode: Literal["per-catalog", "routed"] = "per-catalog"
+    tokens: tuple[TokenConfig, ...] = ()
+
+
+class CatalogPolicy(_Section):
+    """What one catalog exposes: which proxy tools, which upstream tools."""
+
+    proxy_tools: tuple[str, ...] = ("discover", "status", "call")
+    allow: tuple[str, ...] = ("*",)
+    deny: tuple[str, ...] = ()
+
+
+class CatalogConfig(_Section):
+    """A named federation served at ``/mcp/<name>``."""
+
+    name: str
+    servers: tuple[str, ...] = ()
+    tool_prefix: str | None = None
+    policy: CatalogPolicy = Field(default_factory=CatalogPolicy)
+
+
+class Config(_Section):
+    """A whole Cartograph configuration, after loading and path resolution."""
+
+    source: Path | None = None
+    state_dir: Path = Path(DEFAULT_STATE_DIR)
+    catalog: Path | None = None
+    servers: tuple[ServerConfig, ...] = ()
+    cards: CardsConfig = Field(default_factory=CardsConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+    catalogs: tuple[CatalogConfig, ...] = ()
+
+    def server(self, name: str) -> ServerConfig | None:
+        return next((s for s in self.servers if s.name == name), None)
+
+    @property
+    def enabled_servers(self) -> tuple[ServerConfig, ...]:
+        return tuple(s for s in self.servers if s.enabled)

@@ -1,0 +1,176 @@
+"""Cartograph's exception hierarchy.
+
+Every error Cartograph raises on purpose derives from :class:`CartographError`
+and carries a stable ``code`` (tests assert codes, never message text) and a
+message that tells the operator what to do next. Library code raises; the CLI
+maps errors to exit codes; the MCP surface maps them to tool errors.
+
+    CartographError
+    ├── ConfigError                 bad config file, mcpServers import, catalog snapshot
+    ├── CatalogError                malformed catalog.json / queries.jsonl
+    ├── CardError                   anything wrong with a capability card
+    │   ├── CardFormatError         not loadable: duplicate keys, NaN, huge ints, bad shape
+    │   ├── SignatureError          signature does not verify (tampering, mix-and-match)
+    │   ├── UnknownKeyError         signed by a key outside the trust set or its scope
+    │   ├── RevokedKeyError         signed by a revoked key
+    │   ├── RollbackError           card version lower than one already accepted
+    │   ├── KeyFileError            key file missing, unreadable or too permissive
+    │   ├── GeneratorError          card generator failed (LLM endpoint down, junk reply)
+    │   └── DriftError              upstream tool no longer matches its attested pin
+    ├── NameCollisionError          two tools/servers collide after normalisation
+    ├── RetrievalError              embedder / index / ranker problems
+    ├── UpstreamError               talking to an upstream MCP server failed
+    │   ├── UpstreamUnavailable     could not start or connect
+    │   ├── UpstreamTimeout         deadline passed
+    │   ├── UpstreamProtocolError   malformed or unexpected reply
+    │   ├── CircuitOpen             breaker open; fail fast with retry-after
+    │   └── Overloaded              in-flight limit and queue are full
+    ├── CallError                   a `call` the proxy refuses before any upstream I/O
+    │   ├── UnknownToolError        no such server/tool in the verified catalog
+    │   └── ArgumentError           arguments do not match the tool's input schema
+    └── PolicyError                 a catalog policy or authorization refuses the request
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CartographError(Exception):
+    """Root of every error Cartograph raises deliberately."""
+
+    code: str = "cartograph_error"
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.details: dict[str, Any] = details
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe rendering for `--json` output and MCP tool errors."""
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+class ConfigError(CartographError):
+    code = "config_error"
+
+
+class CatalogError(CartographError):
+    code = "catalog_error"
+
+
+class CardError(CartographError):
+    code = "card_error"
+
+
+class CardFormatError(CardError):
+    code = "card_format"
+
+
+class SignatureError(CardError):
+    code = "bad_signature"
+
+
+class UnknownKeyError(CardError):
+    code = "unknown_key"
+
+
+class RevokedKeyError(CardError):
+    code = "revoked_key"
+
+
+class RollbackError(CardError):
+    code = "rollback"
+
+
+class KeyFileError(CardError):
+    code = "key_file"
+
+
+class GeneratorError(CardError):
+    code = "generator_error"
+
+
+class DriftError(CardError):
+    code = "drift"
+
+
+class NameCollisionError(CartographError):
+    code = "name_collision"
+
+
+class RetrievalError(CartographError):
+    code = "retrieval_error"
+
+
+class UpstreamError(CartographError):
+    code = "upstream_error"
+
+
+class UpstreamUnavailable(UpstreamError):
+    code = "upstream_unavailable"
+
+
+class UpstreamTimeout(UpstreamError):
+    code = "upstream_timeout"
+
+
+class UpstreamProtocolError(UpstreamError):
+    code = "upstream_protocol"
+
+
+class CircuitOpen(UpstreamError):
+    code = "circuit_open"
+
+
+class Overloaded(UpstreamError):
+    code = "overloaded"
+
+
+class CallError(CartographError):
+    code = "call_error"
+
+
+class UnknownToolError(CallError):
+    code = "unknown_tool"
+
+
+class ArgumentError(CallError):
+    code = "bad_arguments"
+
+
+class PolicyError(CartographError):
+    code = "policy_denied"
+
+
+__all__ = [
+    "ArgumentError",
+    "CallError",
+    "CardError",
+    "CardFormatError",
+    "CartographError",
+    "CatalogError",
+    "CircuitOpen",
+    "ConfigError",
+    "DriftError",
+    "GeneratorError",
+    "KeyFileError",
+    "NameCollisionError",
+    "Overloaded",
+    "PolicyError",
+    "RetrievalError",
+    "RevokedKeyError",
+    "RollbackError",
+    "SignatureError",
+    "UnknownKeyError",
+    "UnknownToolError",
+    "UpstreamError",
+    "UpstreamProtocolError",
+    "UpstreamTimeout",
+    "UpstreamUnavailable",
+]

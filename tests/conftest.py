@@ -1,0 +1,17 @@
+"""Shared fixtures and the promise marker.
+
+Every promise in PROMISES.md must be proved by at least one test tagged
+``@pytest.mark.promise("P-...")``; ``test_promises.py`` fails when one is not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+PROMISED: set[str] = set()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for mark in item.iter_markers("promise"):
+            PROMISED.update(str(arg) for arg in mark.args)
