@@ -1,0 +1,1 @@
+"""Embedders: the shipped MiniLM model and a deterministic fake for tests."""
