@@ -19,6 +19,7 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   └── DriftError              upstream tool no longer matches its attested pin
     ├── NameCollisionError          two tools/servers collide after normalisation
     ├── RetrievalError              embedder / index / ranker problems
+    │   └── ModelIntegrityError     a shipped model file is missing or fails its sha256 pin
     ├── UpstreamError               talking to an upstream MCP server failed
     │   ├── UpstreamUnavailable     could not start or connect
     │   ├── UpstreamTimeout         deadline passed
@@ -29,6 +30,7 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   ├── UnknownToolError        no such server/tool in the verified catalog
     │   └── ArgumentError           arguments do not match the tool's input schema
     └── PolicyError                 a catalog policy or authorization refuses the request
+        └── AuthenticationError     no valid bearer token where one is required (HTTP 401)
 """
 
 from __future__ import annotations
@@ -148,8 +150,17 @@ class PolicyError(CartographError):
     code = "policy_denied"
 
 
+class AuthenticationError(PolicyError):
+    code = "unauthenticated"
+
+
+class ModelIntegrityError(RetrievalError):
+    code = "model_integrity"
+
+
 __all__ = [
     "ArgumentError",
+    "AuthenticationError",
     "CallError",
     "CardError",
     "CardFormatError",
@@ -160,6 +171,7 @@ __all__ = [
     "DriftError",
     "GeneratorError",
     "KeyFileError",
+    "ModelIntegrityError",
     "NameCollisionError",
     "Overloaded",
     "PolicyError",
