@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_CONNECT_TIMEOUT: Final = 30.0
 DEFAULT_CALL_TIMEOUT: Final = 60.0
@@ -26,6 +26,9 @@ DEFAULT_MAX_RESULT_BYTES: Final = 1024 * 1024
 PROXY_TOOL_NAMES: Final = frozenset({"discover", "status", "call"})
 
 Transport = Literal["stdio", "streamable-http", "sse"]
+# How to negotiate the protocol era: "auto" probes 2026-07-28 and falls back to the
+# 2025 initialize handshake; "legacy" forces the handshake; a version string pins it.
+Protocol = Literal["auto", "legacy", "2026-07-28"]
 
 
 class _Section(BaseModel):
@@ -53,6 +56,7 @@ class ServerConfig(_Section):
     call_timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, gt=0)
     stateless: bool = False
     publisher: str | None = None
+    protocol: Protocol = "auto"
 
 
 class LLMGeneratorConfig(_Section):
@@ -137,6 +141,14 @@ class Config(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     catalogs: tuple[CatalogConfig, ...] = ()
+
+    @model_validator(mode="after")
+    def _catalogs_fit_mount_mode(self) -> Config:
+        """Refuse at load what D187 forbids (the serve command re-checks with env/flag)."""
+        from cartograph.config.catalogs import resolve_catalogs
+
+        resolve_catalogs(self, self.http.mount_mode)
+        return self
 
     def server(self, name: str) -> ServerConfig | None:
         return next((s for s in self.servers if s.name == name), None)

@@ -1,0 +1,385 @@
+"""One live MCP client session to one upstream server.
+
+The SDK's :class:`mcp.Client` is an async context manager, and anyio requires a
+context manager to be exited by the task that entered it. A gateway, though,
+opens a session in one task and calls through it from many others. So each
+:class:`UpstreamSession` is *owned by its own background task*: that task
+enters the client, waits until :meth:`UpstreamSession.aclose` asks it to stop,
+and exits the client itself. Any task may call :meth:`list_tools` and
+:meth:`call_tool` in between.
+
+Failures never escape as an ``ExceptionGroup`` or a raw transport error: they
+are translated into :class:`~cartograph.errors.UpstreamError` subclasses with a
+stable code, and for stdio servers the message carries the tail of the
+server's stderr (with configured secret values redacted, P-LOG-1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import math
+import tempfile
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any, Final, TextIO
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client._transport import Transport
+from mcp.client.session import IncomingMessage
+from mcp.server import Server
+from mcp.shared.dispatcher import ProgressFnT
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from cartograph.catalog.model import ServerDef, ToolDef
+from cartograph.config.model import ServerConfig
+from cartograph.errors import (
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamUnavailable,
+)
+from cartograph.upstream._errors import translate_error
+from cartograph.upstream.transports import build_transport, describe_endpoint
+
+logger = logging.getLogger(__name__)
+
+MAX_LIST_PAGES: Final = 100
+"""A paginator that never ends must not hang ``tools/list``."""
+
+CLOSE_TIMEOUT: Final = 15.0
+"""Upper bound on waiting for the owner task; the SDK's stdio shutdown is itself bounded (~6 s)."""
+
+STDERR_TAIL_BYTES: Final = 2048
+
+ToolsChangedCallback = Callable[[str], Awaitable[None] | None]
+"""Called with the server name when the upstream reports ``tools/list_changed``."""
+
+InProcessTarget = Server[Any]
+
+
+class UpstreamSession:
+    """A pooled-ready client session to one upstream MCP server.
+
+    Create with :meth:`open`; always :meth:`aclose`. ``alive`` turns false when
+    the owner task ends (closed, transport lost) or a call finds the
+    connection closed; the gateway then opens a fresh session.
+    """
+
+    def __init__(self, cfg: ServerConfig) -> None:
+        self.cfg = cfg
+        self.name = cfg.name
+        self.protocol_version: str | None = None
+        self.instructions: str | None = None
+        self.server_version: str | None = None
+        self.last_list_bytes = 0
+        self._client: Client | None = None
+        self._alive = False
+        self._closing = asyncio.Event()
+        self._owner: asyncio.Task[None] | None = None
+        self._callbacks: list[ToolsChangedCallback] = []
+        self._stderr: TextIO | None = None
+        self.last_error: UpstreamError | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls, cfg: ServerConfig, *, target: InProcessTarget | Transport | None = None
+    ) -> UpstreamSession:
+        """Connect and negotiate within ``cfg.connect_timeout``.
+
+        ``target`` replaces the transport built from ``cfg`` (tests run a
+        low-level ``Server`` in process this way).
+
+        Raises:
+            UpstreamUnavailable: the server could not be started or reached,
+                or it exited during start-up (stderr tail included).
+            UpstreamTimeout: no handshake within the connect timeout.
+            UpstreamProtocolError: the server answered the handshake wrongly.
+        """
+        session = cls(cfg)
+        await session._start(target)
+        return session
+
+    async def _start(self, target: InProcessTarget | Transport | None) -> None:
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._owner = asyncio.create_task(self._own(target, ready), name=f"upstream:{self.name}")
+        try:
+            await ready
+        except BaseException:
+            # Cancelled or failed while connecting: stop the owner mid-handshake.
+            self._closing.set()
+            if not self._owner.done():
+                self._owner.cancel()
+            await self._join_owner()
+            self._close_stderr()
+            raise
+
+    async def _own(
+        self, target: InProcessTarget | Transport | None, ready: asyncio.Future[None]
+    ) -> None:
+        """The owner task: enter the client, hold it open, exit it on request.
+
+        The connect deadline is a cancel scope *around* the exit stack: the
+        client enters task groups of its own, so a scope opened inside the
+        stack could not be closed before them.
+        """
+        scope = anyio.CancelScope(deadline=anyio.current_time() + self.cfg.connect_timeout)
+        try:
+            with scope:
+                async with AsyncExitStack() as stack:
+                    client = await self._enter_client(stack, target)
+                    scope.deadline = math.inf
+                    self._connected(client)
+                    ready.set_result(None)
+                    await self._hold(client)
+            if scope.cancelled_caught and not ready.done():
+                raise TimeoutError
+        except BaseException as exc:  # translated, never lost
+            self._settle(exc, ready)
+            if isinstance(exc, asyncio.CancelledError) and not self._closing.is_set():
+                raise
+        finally:
+            self._alive = False
+            self._client = None
+
+    async def _hold(self, client: Client) -> None:
+        """Keep the session open (and its list_changed stream running) until closed."""
+        self._alive = True
+        async with anyio.create_task_group() as tasks:
+            if self._wants_listen(client):
+                tasks.start_soon(self._listen, client)
+            await self._closing.wait()
+            tasks.cancel_scope.cancel()
+
+    def _settle(self, exc: BaseException, ready: asyncio.Future[None]) -> None:
+        error = self._translate(exc, phase="connect" if not ready.done() else "session")
+        self.last_error = error
+        if not ready.done():
+            ready.set_exception(error)
+        elif not isinstance(exc, asyncio.CancelledError):
+            logger.warning("upstream %s: session ended: %s", self.name, error.message)
+
+    async def _enter_client(
+        self, stack: AsyncExitStack, target: InProcessTarget | Transport | None
+    ) -> Client:
+        if target is None:
+            if self.cfg.transport == "stdio":
+                # Kept open for the session's life; closed in aclose().
+                self._stderr = tempfile.TemporaryFile(  # noqa: SIM115
+                    mode="w+", encoding="utf-8", errors="replace"
+                )
+            target = await build_transport(self.cfg, stack, stderr=self._stderr)
+        client = Client(
+            target,
+            mode=self.cfg.protocol,
+            message_handler=self._on_message,
+            client_info=types.Implementation(name="cartograph", version=_version()),
+            cache=None,
+        )
+        await stack.enter_async_context(client)
+        return client
+
+    def _connected(self, client: Client) -> None:
+        self._client = client
+        self.protocol_version = client.protocol_version
+        self.instructions = client.instructions
+        info = client.server_info
+        self.server_version = info.version if info is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self._alive and not self._closing.is_set()
+
+    async def aclose(self) -> None:
+        """Close the session and, for stdio, stop the server process tree."""
+        self._closing.set()
+        await self._join_owner()
+        self._close_stderr()
+
+    async def _join_owner(self) -> None:
+        owner = self._owner
+        if owner is None or owner.done():
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
+            await asyncio.wait({owner})
+        if not owner.done():
+            owner.cancel()
+
+    def _close_stderr(self) -> None:
+        if self._stderr is not None:
+            with contextlib.suppress(OSError):
+                self._stderr.close()
+
+    # -- requests ------------------------------------------------------------------
+
+    async def list_tools(self) -> ServerDef:
+        """Every tool the server lists, following pagination cursors.
+
+        Raises:
+            UpstreamProtocolError: a repeated cursor or more than
+                :data:`MAX_LIST_PAGES` pages, or a malformed listing.
+        """
+        client = self._require_client()
+        tools: list[ToolDef] = []
+        size = 0
+        cursor: str | None = None
+        seen: set[str] = set()
+        try:
+            with anyio.fail_after(self.cfg.call_timeout):
+                for _ in range(MAX_LIST_PAGES):
+                    page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+                    for tool in page.tools:
+                        wire = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+                        size += len(json.dumps(wire, ensure_ascii=False).encode("utf-8"))
+                        tools.append(ToolDef.model_validate(wire))
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+                    if cursor in seen:
+                        raise self._protocol_error(f"tools/list repeated cursor {cursor!r}")
+                    seen.add(cursor)
+                else:
+                    raise self._protocol_error(f"tools/list went past {MAX_LIST_PAGES} pages")
+        except UpstreamError:
+            raise
+        except BaseException as exc:
+            raise self._translate(exc, phase="tools/list") from None
+        self.last_list_bytes = size
+        return ServerDef(
+            name=self.name,
+            description=self.instructions or "",
+            tools=tuple(tools),
+            transport=self.cfg.transport,
+            endpoint=describe_endpoint(self.cfg),
+            publisher=self.cfg.publisher,
+        )
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        timeout: float,  # noqa: ASYNC109 - the interface names it; enforced with fail_after
+        progress_callback: ProgressFnT | None = None,
+    ) -> types.CallToolResult:
+        """Call one tool with a hard deadline (P-REL-1).
+
+        A tool that fails *as a tool* comes back as a result with
+        ``is_error=True``, unchanged. Transport and protocol failures raise.
+        """
+        client = self._require_client()
+        try:
+            with anyio.fail_after(timeout):
+                return await client.call_tool(
+                    name,
+                    arguments or {},
+                    read_timeout_seconds=timeout,
+                    progress_callback=progress_callback,
+                )
+        except BaseException as exc:
+            raise self._translate(exc, phase=f"tools/call {name}") from None
+
+    def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
+        """Register a callback for the upstream's ``tools/list_changed``."""
+        self._callbacks.append(callback)
+
+    def _require_client(self) -> Client:
+        client = self._client
+        if client is None or not self.alive:
+            raise UpstreamUnavailable(
+                f"upstream {self.name!r}: session is closed; open a new one",
+                code="upstream_session_closed",
+                server=self.name,
+            )
+        return client
+
+    # -- notifications -------------------------------------------------------------
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        """Handshake-era servers deliver ``tools/list_changed`` here."""
+        if isinstance(message, types.ToolListChangedNotification):
+            await self._fire_tools_changed()
+
+    def _wants_listen(self, client: Client) -> bool:
+        """2026-07-28 servers deliver list changes only on a ``subscriptions/listen`` stream."""
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return False
+        tools = client.server_capabilities.tools
+        return bool(tools is not None and tools.list_changed)
+
+    async def _listen(self, client: Client) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    await self._fire_tools_changed()
+        except Exception as exc:  # a lost stream must not end the session
+            logger.info("upstream %s: list_changed stream ended: %s", self.name, exc)
+
+    async def _fire_tools_changed(self) -> None:
+        for callback in list(self._callbacks):
+            try:
+                outcome = callback(self.name)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("upstream %s: tools_changed callback failed", self.name)
+
+    # -- errors --------------------------------------------------------------------
+
+    def _translate(self, exc: BaseException, *, phase: str) -> UpstreamError:
+        error = translate_error(
+            exc,
+            cfg=self.cfg,
+            phase=phase,
+            stderr_tail=self._stderr_tail(),
+        )
+        if error.code in {"upstream_closed", "upstream_exited"}:
+            self._alive = False
+        return error
+
+    def _protocol_error(self, what: str) -> UpstreamProtocolError:
+        return UpstreamProtocolError(
+            f"upstream {self.name!r}: {what}", code="upstream_protocol", server=self.name
+        )
+
+    def _stderr_tail(self) -> str:
+        handle = self._stderr
+        if handle is None or handle.closed:
+            return ""
+        try:
+            handle.flush()
+            end = handle.seek(0, 2)
+            handle.seek(max(0, end - STDERR_TAIL_BYTES))
+            tail = handle.read()
+            handle.seek(end)
+        except (OSError, ValueError):
+            return ""
+        return _redact(tail.strip(), self.cfg)
+
+
+def _redact(text: str, cfg: ServerConfig) -> str:
+    """Configured env and header values are secrets until proven otherwise (P-LOG-1)."""
+    for value in (*cfg.env.values(), *cfg.headers.values()):
+        if len(value) >= 4:
+            text = text.replace(value, "***")
+    return text
+
+
+def _version() -> str:
+    from cartograph import __version__
+
+    return __version__
+
+
+__all__ = [
+    "MAX_LIST_PAGES",
+    "InProcessTarget",
+    "ToolsChangedCallback",
+    "UpstreamSession",
+]
