@@ -1,0 +1,128 @@
+"""Bearer tokens mapped to principals, each scoped to a set of catalogs.
+
+Tokens never live in the config file: each ``[[http.tokens]]`` entry names
+the environment variable that holds it. The authority fails closed
+(P-AUTH-2): a configured token whose variable is unset or empty is a fatal
+start-up error rather than a silently open door; with any token configured,
+a request without a valid one is refused; a principal outside a catalog's
+scope is refused there, through every mount.
+
+Only a SHA-256 digest of each token is kept in memory and compared in
+constant time, so no token value can leak into logs, errors or ``status``
+(P-LOG-1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from cartograph.config.model import HttpConfig, TokenConfig
+from cartograph.errors import AuthenticationError, ConfigError, PolicyError
+
+ANY_CATALOG: Final = "*"
+BEARER_PREFIX: Final = "bearer "
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request acts for, and which catalogs it may touch."""
+
+    name: str
+    catalogs: frozenset[str]
+
+    def can_reach(self, catalog: str) -> bool:
+        return ANY_CATALOG in self.catalogs or catalog in self.catalogs
+
+    def reachable(self, catalogs: Iterable[str]) -> tuple[str, ...]:
+        return tuple(c for c in catalogs if self.can_reach(c))
+
+
+ANONYMOUS: Final = Principal(name="anonymous", catalogs=frozenset({ANY_CATALOG}))
+"""The principal of a loopback server with no tokens configured: it reaches everything."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    digest: bytes
+    principal: Principal
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+class TokenAuthority:
+    """Authenticates bearer tokens and decides catalog access for principals."""
+
+    def __init__(self, entries: Iterable[tuple[str, Principal]] = ()) -> None:
+        self._entries = tuple(_Entry(_digest(token), principal) for token, principal in entries)
+        self._principals = {e.principal.name: e.principal for e in self._entries}
+
+    @classmethod
+    def from_config(
+        cls, http: HttpConfig, environ: Mapping[str, str] | None = None
+    ) -> TokenAuthority:
+        """Read every configured token from its environment variable; raises ConfigError."""
+        env = os.environ if environ is None else environ
+        return cls(_load_token(t, env) for t in http.tokens)
+
+    @property
+    def enabled(self) -> bool:
+        """True when at least one token is configured: then every request needs one."""
+        return bool(self._entries)
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        """The principal behind an ``Authorization`` header value; raises AuthenticationError."""
+        if not self.enabled:
+            return ANONYMOUS
+        if not authorization or not authorization.lower().startswith(BEARER_PREFIX):
+            raise AuthenticationError(
+                "this server requires 'Authorization: Bearer <token>'.", code="unauthenticated"
+            )
+        presented = _digest(authorization[len(BEARER_PREFIX) :].strip())
+        match: Principal | None = None
+        for entry in self._entries:  # no early exit: time does not depend on which entry matched
+            if hmac.compare_digest(entry.digest, presented):
+                match = entry.principal
+        if match is None:
+            raise AuthenticationError("the bearer token is not valid here.", code="bad_token")
+        return match
+
+    def principal(self, name: str | None) -> Principal | None:
+        """The configured principal called ``name`` (``ANONYMOUS`` when auth is off)."""
+        if not self.enabled:
+            return ANONYMOUS
+        return self._principals.get(name) if name is not None else None
+
+    def authorize(self, principal: str | None, catalog: str, tool: str) -> None:
+        """The per-call decision ProxyHandlers makes; raises PolicyError. Fails closed."""
+        found = self.principal(principal)
+        if found is None:
+            raise AuthenticationError(
+                f"a call to {tool!r} in catalog {catalog!r} carried no known principal.",
+                code="unauthenticated",
+            )
+        if not found.can_reach(catalog):
+            raise PolicyError(
+                f"principal {found.name!r} is not scoped to catalog {catalog!r} (tool {tool!r}); "
+                "add the catalog to that token's 'catalogs' in [[http.tokens]].",
+                code="catalog_forbidden",
+                principal=found.name,
+                catalog=catalog,
+            )
+
+
+def _load_token(cfg: TokenConfig, env: Mapping[str, str]) -> tuple[str, Principal]:
+    value = env.get(cfg.token_env, "")
+    if not value.strip():
+        raise ConfigError(
+            f"the token for principal {cfg.principal!r} is read from ${cfg.token_env}, which is "
+            "unset or empty; export it or remove that [[http.tokens]] entry.",
+            code="token_env_missing",
+        )
+    return value.strip(), Principal(cfg.principal, frozenset(cfg.catalogs))

@@ -1,0 +1,27 @@
+"""Cartograph over streamable HTTP: several catalogs on one server, the routed mount, auth.
+
+See ``docs/http.md``. The ``serve --http`` command calls :func:`serve_http`;
+tests and embedders assemble an app with :func:`build_http_app`.
+"""
+
+from cartograph.server.http.app import (
+    HEALTH_PATH,
+    MCP_PATH,
+    ROUTED_PATH,
+    CatalogMount,
+    HttpSettings,
+    build_http_app,
+)
+from cartograph.server.http.serve import check_bind, run_http, serve_http
+
+__all__ = [
+    "HEALTH_PATH",
+    "MCP_PATH",
+    "ROUTED_PATH",
+    "CatalogMount",
+    "HttpSettings",
+    "build_http_app",
+    "check_bind",
+    "run_http",
+    "serve_http",
+]

@@ -1,0 +1,290 @@
+"""The Starlette app: every catalog at ``/mcp/<name>``, the routed mount, ``/health``.
+
+Request path, outermost first:
+
+1. :class:`GuardMiddleware` — 421 foreign ``Host``, 403 foreign ``Origin`` (P-HTTP-1);
+2. authentication — 401 without a valid bearer token when tokens are configured;
+3. mount resolution — ``/mcp/<name>``, ``/mcp?catalog=<name>``, ``/mcp`` with one
+   catalog, ``/mcp/routed`` when routing is on; two channels that disagree, or
+   any ``?catalog=`` on the routed mount, are 400 (P-HTTP-5); unknown is 404;
+4. the metadata gate — 403 unless the principal may reach this catalog (per-catalog)
+   or at least one routed catalog (routed mount);
+5. the mount's own SDK session manager, which refuses bodies over the limit with
+   413 before parsing (P-HTTP-3) and binds each session to its principal (P-HTTP-4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from starlette.applications import Starlette
+from starlette.datastructures import Headers, QueryParams
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from cartograph import __version__
+from cartograph.config.catalogs import ROUTED_NAME, MountMode
+from cartograph.config.model import DEFAULT_MAX_BODY_BYTES
+from cartograph.errors import AuthenticationError, ConfigError
+from cartograph.server.auth import Principal, TokenAuthority
+from cartograph.server.http._guards import GuardMiddleware, HostPolicy, OriginPolicy
+from cartograph.server.http._mount import PRINCIPAL_SCOPE_KEY, build_mount_server
+from cartograph.server.http._sessions import SessionManager
+from cartograph.server.routed import RoutedHandlers, ToolSurface
+
+MCP_PATH: Final = "/mcp"
+ROUTED_PATH: Final = f"{MCP_PATH}/{ROUTED_NAME}"
+HEALTH_PATH: Final = "/health"
+CATALOG_QUERY: Final = "catalog"
+# JSON-RPC "invalid request", the code the SDK itself uses for HTTP-level refusals.
+_INVALID_REQUEST: Final = -32600
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogMount:
+    """One catalog's per-catalog surface (its ``ProxyHandlers`` with its effective prefix)."""
+
+    name: str
+    surface: ToolSurface
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    """The HTTP-layer knobs; safe by default (loopback, no origins, 4 MiB bodies)."""
+
+    bind_host: str = "127.0.0.1"
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    session_idle_timeout: float | None = 30 * 60
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+    def response(self) -> Response:
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": _INVALID_REQUEST,
+                "message": self.message,
+                "data": {"code": self.code},
+            },
+        }
+        headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else None
+        return JSONResponse(body, status_code=self.status, headers=headers)
+
+
+@dataclass(slots=True)
+class _Mount:
+    """A served MCP endpoint: its SDK server's session manager and who may reach it."""
+
+    label: str
+    catalogs: tuple[str, ...]
+    manager: SessionManager
+    routed: bool = False
+
+
+@dataclass(slots=True)
+class _Mounts:
+    per_catalog: dict[str, _Mount]
+    routed: _Mount | None
+    all: list[_Mount] = field(default_factory=list)
+
+    @property
+    def mount_mode(self) -> MountMode:
+        return "routed" if self.routed is not None else "per-catalog"
+
+
+def _manager(surface: ToolSurface, label: str, settings: HttpSettings) -> SessionManager:
+    return SessionManager(
+        build_mount_server(surface, name=f"cartograph:{label}"),
+        max_request_body_size=settings.max_body_bytes,
+        session_idle_timeout=settings.session_idle_timeout,
+    )
+
+
+def _build_mounts(
+    catalogs: Sequence[CatalogMount], routed: RoutedHandlers | None, settings: HttpSettings
+) -> _Mounts:
+    names = [c.name for c in catalogs]
+    if len(set(names)) != len(names) or not names:
+        raise ConfigError(
+            "the HTTP server needs distinct, non-empty catalog names.", code="bad_catalogs"
+        )
+    if routed is not None and ROUTED_NAME in names:
+        raise ConfigError(
+            f'a catalog named "{ROUTED_NAME}" is refused while routing is on.',
+            code="catalog_name_reserved",
+        )
+    per = {
+        c.name: _Mount(c.name, (c.name,), _manager(c.surface, c.name, settings)) for c in catalogs
+    }
+    mounts = _Mounts(per, None, list(per.values()))
+    if routed is not None:
+        mounts.routed = _Mount(
+            ROUTED_NAME, routed.catalogs, _manager(routed, ROUTED_NAME, settings), routed=True
+        )
+        mounts.all.append(mounts.routed)
+    return mounts
+
+
+def _resolve(mounts: _Mounts, path_name: str | None, query: QueryParams) -> _Mount:
+    """Which mount a request means; raises _Refusal (400 / 404)."""
+    chosen = query.getlist(CATALOG_QUERY)
+    if len(set(chosen)) > 1:
+        raise _Refusal(
+            400, "conflicting_catalog", "?catalog= is given more than once with different values."
+        )
+    wanted = chosen[0] if chosen else None
+    if path_name == ROUTED_NAME and mounts.routed is not None:
+        if chosen:
+            raise _Refusal(
+                400,
+                "catalog_on_routed_mount",
+                "the routed mount takes the catalog as a tool argument; drop ?catalog=.",
+            )
+        return mounts.routed
+    if path_name is not None and wanted is not None and wanted != path_name:
+        raise _Refusal(
+            400,
+            "conflicting_catalog",
+            f"/mcp/{path_name} conflicts with ?catalog={wanted}; choose the catalog one way.",
+        )
+    name = path_name or wanted
+    if name is None:
+        if len(mounts.per_catalog) == 1:
+            return next(iter(mounts.per_catalog.values()))
+        paths = ", ".join(f"{MCP_PATH}/{n}" for n in mounts.per_catalog)
+        raise _Refusal(
+            400, "catalog_required", f"this server has several catalogs; use one of {paths}."
+        )
+    mount = mounts.per_catalog.get(name)
+    if mount is None:
+        raise _Refusal(404, "unknown_catalog", f"no catalog {name!r} here; see {HEALTH_PATH}.")
+    return mount
+
+
+def _gate(principal: Principal, mount: _Mount) -> None:
+    """The metadata gate: reach this catalog, or at least one routed catalog."""
+    if not principal.reachable(mount.catalogs):
+        raise _Refusal(
+            403,
+            "catalog_forbidden",
+            f"principal {principal.name!r} may not use {MCP_PATH}/{mount.label}.",
+        )
+
+
+class _McpEndpoint:
+    """ASGI endpoint for ``/mcp`` and ``/mcp/{name}``."""
+
+    def __init__(self, mounts: _Mounts, authority: TokenAuthority) -> None:
+        self.mounts = mounts
+        self.authority = authority
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            principal = _authenticate(self.authority, Headers(scope=scope))
+            path_name = scope.get("path_params", {}).get("name")
+            mount = _resolve(self.mounts, path_name, QueryParams(scope.get("query_string", b"")))
+            _gate(principal, mount)
+        except _Refusal as refusal:
+            await refusal.response()(scope, receive, send)
+            return
+        await mount.manager.handle_request(
+            _with_principal(scope, principal, self.authority), receive, send
+        )
+
+
+def _authenticate(authority: TokenAuthority, headers: Headers) -> Principal:
+    try:
+        return authority.authenticate(headers.get("authorization"))
+    except AuthenticationError as exc:
+        raise _Refusal(401, exc.code, exc.message) from exc
+
+
+def _with_principal(scope: Scope, principal: Principal, authority: TokenAuthority) -> Scope:
+    """Record the principal for the handlers, and as the SDK's session owner."""
+    scope = dict(scope)
+    if authority.enabled:
+        scope[PRINCIPAL_SCOPE_KEY] = principal.name
+        token = AccessToken(
+            token=f"principal:{principal.name}", client_id=principal.name, scopes=[]
+        )
+        scope["user"] = AuthenticatedUser(token)
+    else:
+        scope[PRINCIPAL_SCOPE_KEY] = None
+    return scope
+
+
+def health_document(
+    mounts: _Mounts, visible: Sequence[str] | None, *, auth: bool
+) -> dict[str, Any]:
+    """What ``/health`` says; ``mount_mode``/``routed_path`` appear only when routing is on."""
+    doc: dict[str, Any] = {
+        "status": "ok",
+        "version": __version__,
+        "auth": "bearer" if auth else "none",
+    }
+    if visible is not None:
+        doc["catalogs"] = [{"name": n, "path": f"{MCP_PATH}/{n}"} for n in visible]
+    if mounts.routed is not None:
+        doc["mount_mode"] = "routed"
+        doc["routed_path"] = ROUTED_PATH
+    return doc
+
+
+def _health_endpoint(mounts: _Mounts, authority: TokenAuthority) -> Any:
+    async def health(request: Request) -> Response:
+        visible: tuple[str, ...] | None
+        try:
+            principal = authority.authenticate(request.headers.get("authorization"))
+            visible = principal.reachable(mounts.per_catalog)
+        except AuthenticationError:
+            visible = None  # liveness stays public; the catalog list does not
+        return JSONResponse(health_document(mounts, visible, auth=authority.enabled))
+
+    return health
+
+
+def build_http_app(
+    catalogs: Sequence[CatalogMount],
+    *,
+    authority: TokenAuthority,
+    routed: RoutedHandlers | None = None,
+    settings: HttpSettings | None = None,
+) -> Starlette:
+    """The whole HTTP surface; ``routed`` given means routing is on (``/mcp/routed``)."""
+    settings = settings or HttpSettings()
+    mounts = _build_mounts(catalogs, routed, settings)
+    endpoint = _McpEndpoint(mounts, authority)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for mount in mounts.all:
+                await stack.enter_async_context(mount.manager.run())
+            yield
+
+    guard = Middleware(
+        GuardMiddleware,
+        hosts=HostPolicy(settings.bind_host, settings.allowed_hosts),
+        origins=OriginPolicy(settings.allowed_origins),
+    )
+    routes = [
+        Route(HEALTH_PATH, _health_endpoint(mounts, authority), methods=["GET"]),
+        Route(MCP_PATH, endpoint),
+        Route(MCP_PATH + "/{name}", endpoint),
+    ]
+    return Starlette(routes=routes, middleware=[guard], lifespan=lifespan)

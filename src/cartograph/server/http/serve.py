@@ -1,0 +1,170 @@
+"""``cartograph serve --http``: start every catalog's runtime and serve them on one port.
+
+Start-up refuses, before any upstream is touched, a bind beyond loopback
+without the explicit ``allow_remote`` flag or without tokens (P-HTTP-2), and
+every catalog/mount-mode combination D187 forbids (``resolve_catalogs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import uvicorn
+
+from cartograph.config.catalogs import (
+    MountMode,
+    ResolvedCatalog,
+    resolve_catalogs,
+    resolve_mount_mode,
+)
+from cartograph.config.model import Config
+from cartograph.errors import ConfigError
+from cartograph.server.auth import TokenAuthority
+from cartograph.server.http._guards import WILDCARD_BINDS, is_loopback
+from cartograph.server.http.app import CatalogMount, HttpSettings, build_http_app
+from cartograph.server.routed import RoutedHandlers, ToolSurface
+
+
+def check_bind(
+    host: str, *, allow_remote: bool, authority: TokenAuthority, allowed_hosts: Sequence[str]
+) -> None:
+    """Loopback is fine; beyond it: the flag, tokens and (wildcard binds) allowed hosts."""
+    if is_loopback(host):
+        return
+    if not allow_remote:
+        raise ConfigError(
+            f"binding to {host!r} exposes the server beyond this machine; pass --allow-remote "
+            "to mean it (and configure [[http.tokens]]).",
+            code="remote_bind_needs_flag",
+        )
+    if not authority.enabled:
+        raise ConfigError(
+            f"binding to {host!r} needs authentication; add [[http.tokens]] entries "
+            "(principal, token_env, catalogs).",
+            code="remote_bind_needs_auth",
+        )
+    if host in WILDCARD_BINDS and not allowed_hosts:
+        raise ConfigError(
+            f"binding to {host!r} accepts any Host header name; list the names clients use "
+            "in http.allowed_hosts.",
+            code="allowed_hosts_required",
+        )
+
+
+SurfaceFactory = Callable[
+    [Config, Sequence[ResolvedCatalog], TokenAuthority, bool],
+    contextlib.AbstractAsyncContextManager[tuple[list[CatalogMount], dict[str, ToolSurface]]],
+]
+"""Builds (per-catalog mounts, routed targets without prefix) and owns their runtimes."""
+
+
+@contextlib.asynccontextmanager
+async def gateway_surfaces(
+    config: Config, catalogs: Sequence[ResolvedCatalog], authority: TokenAuthority, routed: bool
+) -> AsyncIterator[tuple[list[CatalogMount], dict[str, ToolSurface]]]:
+    """One ``CatalogRuntime`` per catalog; its ``ProxyHandlers`` with prefix, and a bare twin.
+
+    The twin shares the runtime, the authorizer and the audit sink: the routed
+    mount dispatches into the very code path the per-catalog endpoint runs.
+    """
+    from cartograph.server.handlers import ProxyHandlers
+    from cartograph.server.runtime import CatalogRuntime
+
+    mounts: list[CatalogMount] = []
+    targets: dict[str, ToolSurface] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        for cat in catalogs:
+            runtime = await CatalogRuntime.start(config, cat.servers, name=cat.name)
+            stack.push_async_callback(runtime.aclose)
+
+            def handlers(
+                prefix: str | None, cat: ResolvedCatalog = cat, runtime: Any = runtime
+            ) -> Any:
+                return ProxyHandlers(
+                    runtime,
+                    catalog=cat.name,
+                    policy=cat.policy,
+                    tool_prefix=prefix,
+                    authorize=authority.authorize,
+                )
+
+            mounts.append(CatalogMount(cat.name, handlers(cat.tool_prefix)))
+            if routed:
+                targets[cat.name] = handlers(None)
+        yield mounts, targets
+
+
+def settings_for(config: Config, host: str) -> HttpSettings:
+    return HttpSettings(
+        bind_host=host,
+        allowed_hosts=config.http.allowed_hosts,
+        allowed_origins=config.http.allowed_origins,
+        max_body_bytes=config.http.max_body_bytes,
+    )
+
+
+async def run_http(
+    config: Config,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    mount_mode: str | None = None,
+    allow_remote: bool = False,
+    environ: Mapping[str, str] | None = None,
+    surfaces: SurfaceFactory = gateway_surfaces,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Validate, start the catalogs, serve until cancelled or signalled."""
+    mode: MountMode = resolve_mount_mode(mount_mode, config, environ)
+    catalogs = resolve_catalogs(config, mode)
+    authority = TokenAuthority.from_config(config.http, environ)
+    bind = host or config.http.host
+    check_bind(
+        bind,
+        allow_remote=allow_remote,
+        authority=authority,
+        allowed_hosts=config.http.allowed_hosts,
+    )
+    sock = _bind_socket(bind, config.http.port if port is None else port)
+    routed = mode == "routed"
+    async with surfaces(config, catalogs, authority, routed) as (mounts, targets):
+        app = build_http_app(
+            mounts,
+            authority=authority,
+            routed=RoutedHandlers(targets) if routed else None,
+            settings=settings_for(config, bind),
+        )
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        if on_ready is not None:
+            name, bound_port = sock.getsockname()[:2]
+            on_ready(f"http://{_url_host(name)}:{bound_port}")
+        await server.serve(sockets=[sock])
+
+
+def serve_http(config: Config, **options: Any) -> None:
+    """Blocking form of :func:`run_http` for the CLI (same keyword options)."""
+    anyio.run(lambda: run_http(config, **options))
+
+
+def _bind_socket(host: str, port: int) -> socket.socket:
+    """Bind before serving so a port of 0 yields a known, free port and errors come early."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"cannot bind {host}:{port}: {exc.strerror}.", code="bind_failed"
+        ) from exc
+    sock.setblocking(False)
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
