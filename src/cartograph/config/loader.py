@@ -1,0 +1,358 @@
+"""Load ``cartograph.toml`` into a typed :class:`~cartograph.config.model.Config`.
+
+Servers come from three places, in this order: native ``[servers.NAME]``
+tables, an inline ``[mcpServers.NAME]`` table in the standard client shape,
+and ``mcp_json = [paths]`` files written by MCP clients. Every problem fails
+the load with a :class:`~cartograph.errors.ConfigError` whose message names the
+file, the server and the key, and whose ``code`` is stable (see
+``docs/config.md``). Relative paths resolve against the folder of the file
+that holds them; a stdio server's working directory defaults to that folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar, get_args
+
+import httpx2
+from pydantic import BaseModel, ValidationError
+
+from cartograph.config.expand import expand
+from cartograph.config.mcp_json import read_mcp_json, server_mapping, to_native
+from cartograph.config.model import PROXY_TOOL_NAMES, Config, ServerConfig, Transport
+from cartograph.errors import ConfigError
+from cartograph.upstream.names import NamedThing, check_names, normalise_name
+
+MAX_CONFIG_BYTES: Final = 1024 * 1024
+"""A config is a few KiB; anything past this is a mistake or an attack (P-REL-5)."""
+
+_NAME: Final = re.compile(r"^\w[\w .-]{0,63}$")
+_SERVER_KEYS: Final = frozenset(ServerConfig.model_fields) - {"name"}
+_DEFAULT_KEYS: Final = frozenset({"connect_timeout", "call_timeout", "protocol", "stateless"})
+_HTTP_TRANSPORTS: Final = frozenset(get_args(Transport)) - {"stdio"}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One server definition before validation, with where it came from."""
+
+    name: str
+    body: dict[str, Any]
+    file: Path
+    origin: str  # "servers", "mcpServers" or "mcp_json"
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}: server {self.name!r}"
+
+    @property
+    def source(self) -> str:
+        return f"server {self.name!r} ([{self.origin}] in {self.file})"
+
+
+def load_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Config:
+    """Read, validate and resolve a config file (used at start-up and on reload)."""
+    source = Path(os.path.abspath(path))
+    raw = _read_toml(source)
+    return build_config(raw, source=source, environ=os.environ if environ is None else environ)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{path}: {size} bytes is over the {MAX_CONFIG_BYTES} byte limit for a config file",
+                code="config_too_large",
+                file=str(path),
+            )
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read config ({exc.strerror}); pass --config or set CARTOGRAPH_CONFIG",
+            code="config_missing",
+            file=str(path),
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text ({exc.reason})", code="config_toml", file=str(path)
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ConfigError(
+            f"{path}: TOML syntax error: {exc}", code="config_toml", file=str(path)
+        ) from None
+
+
+def build_config(raw: dict[str, Any], *, source: Path, environ: Mapping[str, str]) -> Config:
+    """Validate an already-parsed document as if it were the file ``source``."""
+    body = dict(raw)
+    defaults = _defaults(body.pop("defaults", {}), source)
+    entries = [
+        *_native_entries(body.pop("servers", {}), source),
+        *_inline_entries(body.pop("mcpServers", {}), source),
+        *_imported_entries(body.pop("mcp_json", []), source, environ),
+    ]
+    _check_server_names(entries)
+    servers = tuple(_server(e, defaults, environ) for e in entries)
+    config = _validate(Config, {**body, "servers": servers, "source": source}, where=str(source))
+    config = _resolve_paths(config, source.parent, where=str(source))
+    _check_catalog_members(config)
+    return config
+
+
+# -- collecting server entries -------------------------------------------------------
+
+
+def _table(value: Any, *, where: str, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: key {key!r}: must be a table", code="config_invalid", key=key)
+    return value
+
+
+def _defaults(value: Any, source: Path) -> dict[str, Any]:
+    table = _table(value, where=str(source), key="defaults")
+    for key in table:
+        if key not in _DEFAULT_KEYS:
+            raise ConfigError(
+                f"{source}: [defaults]: key {key!r}: unknown key "
+                f"(allowed: {sorted(_DEFAULT_KEYS)})",
+                code="config_unknown_key",
+                key=key,
+            )
+    return table
+
+
+def _native_entries(value: Any, source: Path) -> list[_Entry]:
+    table = _table(value, where=str(source), key="servers")
+    entries = []
+    for name, body in table.items():
+        where = f"{source}: server {name!r}"
+        entries.append(_Entry(name, dict(_table(body, where=where, key=name)), source, "servers"))
+    return entries
+
+
+def _inline_entries(value: Any, source: Path) -> list[_Entry]:
+    table = server_mapping({"mcpServers": value}, where=f"{source}: [mcpServers]")
+    return [
+        _Entry(name, to_native(body, where=f"{source}: server {name!r}"), source, "mcpServers")
+        for name, body in table.items()
+    ]
+
+
+def _imported_entries(value: Any, source: Path, environ: Mapping[str, str]) -> list[_Entry]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"{source}: key 'mcp_json': must be a path or a list of paths",
+            code="config_invalid",
+            key="mcp_json",
+        )
+    entries = []
+    for item in value:
+        path = _path(expand(item, environ, where=f"{source}: key 'mcp_json'"), source.parent)
+        for name, body in read_mcp_json(path, imported_by=source).items():
+            where = f"{path}: server {name!r}"
+            entries.append(_Entry(name, to_native(body, where=where), path, "mcp_json"))
+    return entries
+
+
+def _check_server_names(entries: list[_Entry]) -> None:
+    seen: dict[str, _Entry] = {}
+    for entry in entries:
+        if not isinstance(entry.name, str) or not _NAME.match(entry.name):
+            raise ConfigError(
+                f"{entry.where}: a server name is 1-64 letters, digits, space, '_', '-' or '.'",
+                code="config_bad_name",
+                server=entry.name,
+            )
+        if normalise_name(entry.name) in {normalise_name(w) for w in PROXY_TOOL_NAMES}:
+            raise ConfigError(
+                f"{entry.where}: the name collides with Cartograph's proxy tool "
+                f"{entry.name!r} ({', '.join(sorted(PROXY_TOOL_NAMES))} are reserved); rename it",
+                code="config_reserved_name",
+                server=entry.name,
+            )
+        if entry.name in seen:
+            raise ConfigError(
+                f"{entry.source} duplicates {seen[entry.name].source}; server names must be unique",
+                code="config_duplicate_server",
+                server=entry.name,
+            )
+        seen[entry.name] = entry
+    check_names((NamedThing(e.name, e.source) for e in entries), reserved=())
+
+
+# -- one server ----------------------------------------------------------------------
+
+
+def _server(entry: _Entry, defaults: dict[str, Any], environ: Mapping[str, str]) -> ServerConfig:
+    body = {**defaults, **entry.body}
+    for key in body:
+        if key not in _SERVER_KEYS:
+            raise ConfigError(
+                f"{entry.where}: key {key!r}: unknown key (allowed: {sorted(_SERVER_KEYS)})",
+                code="config_unknown_key",
+                server=entry.name,
+                key=key,
+            )
+    body = _expand_server(body, entry, environ)
+    body.setdefault("transport", _infer_transport(body))
+    _check_endpoint(body, entry)
+    body = _server_paths(body, entry.file.parent, entry)
+    return _validate(ServerConfig, {**body, "name": entry.name}, where=entry.where)
+
+
+def _expand_server(
+    body: dict[str, Any], entry: _Entry, environ: Mapping[str, str]
+) -> dict[str, Any]:
+    out = dict(body)
+    for key in ("command", "url", "cwd"):
+        if isinstance(out.get(key), str):
+            out[key] = expand(out[key], environ, where=f"{entry.where}: key {key!r}")
+    if isinstance(out.get("args"), list):
+        out["args"] = [
+            expand(a, environ, where=f"{entry.where}: key 'args'") if isinstance(a, str) else a
+            for a in out["args"]
+        ]
+    for key in ("env", "headers"):
+        if isinstance(out.get(key), dict):
+            out[key] = {
+                k: expand(v, environ, where=f"{entry.where}: key '{key}.{k}'")
+                if isinstance(v, str)
+                else v
+                for k, v in out[key].items()
+            }
+    return out
+
+
+def _infer_transport(body: dict[str, Any]) -> str:
+    url = body.get("url")
+    if body.get("command") is None and isinstance(url, str):
+        return "sse" if url.rstrip("/").endswith("/sse") else "streamable-http"
+    return "stdio"
+
+
+def _check_endpoint(body: dict[str, Any], entry: _Entry) -> None:
+    transport, command, url = body.get("transport"), body.get("command"), body.get("url")
+    if command is not None and url is not None:
+        raise ConfigError(
+            f"{entry.where}: keys 'command' and 'url': set one (stdio) or the other (HTTP/SSE)",
+            code="config_conflicting_transport",
+            server=entry.name,
+        )
+    if transport == "stdio" and (not isinstance(command, str) or not command.strip()):
+        raise ConfigError(
+            f"{entry.where}: key 'command': a stdio server needs a command to run",
+            code="config_missing_command",
+            server=entry.name,
+            key="command",
+        )
+    if transport in _HTTP_TRANSPORTS:
+        _check_url(url, entry)
+
+
+def _check_url(url: Any, entry: _Entry) -> None:
+    problem = None
+    if not isinstance(url, str) or not url:
+        problem = "an HTTP or SSE server needs a url"
+    else:
+        try:
+            parsed = httpx2.URL(url)
+            if parsed.scheme not in {"http", "https"} or not parsed.host:
+                problem = "must be an absolute http:// or https:// URL"
+        except (httpx2.InvalidURL, ValueError, TypeError):
+            problem = "is not a valid URL"
+    if problem is not None:
+        raise ConfigError(
+            f"{entry.where}: key 'url': {problem}",
+            code="config_bad_url",
+            server=entry.name,
+            key="url",
+        )
+
+
+def _server_paths(body: dict[str, Any], base: Path, entry: _Entry) -> dict[str, Any]:
+    """Resolve a path-like command and the cwd against the defining file's folder."""
+    out = dict(body)
+    where = f"{entry.where}: key 'cwd'"
+    if out.get("transport") == "stdio":
+        cwd = out.get("cwd")
+        out["cwd"] = _path(cwd, base, where=where) if isinstance(cwd, str) else base
+        command = out.get("command")
+        if isinstance(command, str) and "/" in command:
+            out["command"] = str(_path(command, base, where=f"{entry.where}: key 'command'"))
+    elif isinstance(out.get("cwd"), str):
+        out["cwd"] = _path(out["cwd"], base, where=where)
+    return out
+
+
+def _path(value: str, base: Path, *, where: str = "") -> Path:
+    if "\x00" in value:
+        raise ConfigError(f"{where}: a path cannot contain NUL", code="config_invalid")
+    path = Path(os.path.expanduser(value))
+    return path if path.is_absolute() else Path(os.path.normpath(base / path))
+
+
+# -- validation and paths ----------------------------------------------------------------
+
+
+def _validate(model: type[M], data: dict[str, Any], *, where: str) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc, where) from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ConfigError(f"{where}: {exc}", code="config_invalid") from None
+
+
+def _config_error(exc: ValidationError, where: str) -> ConfigError:
+    """The first problem, naming the key path; never echoing the value (it may be a secret)."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    if first["type"] == "extra_forbidden":
+        return ConfigError(f"{where}: key {key!r}: unknown key", code="config_unknown_key", key=key)
+    if first["type"] == "missing":
+        return ConfigError(
+            f"{where}: key {key!r}: required key is missing", code="config_missing_key", key=key
+        )
+    return ConfigError(f"{where}: key {key!r}: {first['msg']}", code="config_invalid", key=key)
+
+
+def _resolve_paths(model: M, base: Path, *, where: str) -> M:
+    """Resolve every relative ``Path`` field of ``model`` (recursively) against ``base``."""
+    updates: dict[str, Any] = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, Path) and name != "source":
+            updates[name] = _path(str(value), base, where=f"{where}: key {name!r}")
+        elif isinstance(value, BaseModel):
+            updates[name] = _resolve_paths(value, base, where=where)
+        elif isinstance(value, tuple) and value and isinstance(value[0], BaseModel):
+            updates[name] = tuple(_resolve_paths(v, base, where=where) for v in value)
+    return model.model_copy(update=updates) if updates else model
+
+
+def _check_catalog_members(config: Config) -> None:
+    known = {s.name for s in config.servers}
+    for catalog in config.catalogs:
+        for member in catalog.servers:
+            if member not in known:
+                raise ConfigError(
+                    f"{config.source}: catalog {catalog.name!r}: key 'servers': "
+                    f"no server named {member!r} is configured",
+                    code="config_unknown_server",
+                    key="servers",
+                )
+
+
+__all__ = ["MAX_CONFIG_BYTES", "build_config", "load_config"]
