@@ -1,0 +1,105 @@
+"""Everything a ranker needs, precomputed once per index build.
+
+Per-query work must not grow with anything but the index itself, so tool
+vectors, normalised server centroids, the server of each tool and the
+lexical field indexes are all built here, before the first query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from cartograph.index.embedders.base import Embedder, Vectors
+from cartograph.index.entries import IndexEntry, ToolKey
+from cartograph.index.lexical import FieldIndex, JaccardIndex
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class LexicalFields:
+    """BM25 per tool field, BM25 per server document, Jaccard over tool text."""
+
+    full: FieldIndex
+    name: FieldIndex
+    description: FieldIndex
+    arguments: FieldIndex
+    server: FieldIndex
+    jaccard: JaccardIndex
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The precomputed index: entries, vectors, centroids, lexical fields."""
+
+    entries: tuple[IndexEntry, ...]
+    servers: tuple[str, ...]
+    tool_server: IntArray
+    tool_vectors: Vectors
+    centroids: Vectors
+    lexical: LexicalFields
+    embedder: Embedder
+
+    @property
+    def size(self) -> int:
+        return len(self.entries)
+
+    @property
+    def keys(self) -> list[ToolKey]:
+        return [e.key for e in self.entries]
+
+    def server_sizes(self) -> IntArray:
+        return np.bincount(self.tool_server, minlength=len(self.servers)).astype(np.int64)
+
+
+def build_corpus(entries: Sequence[IndexEntry], embedder: Embedder, vectors: Vectors) -> Corpus:
+    """Assemble a corpus from entries and their (already computed) vectors."""
+    servers = tuple(sorted({e.server for e in entries}))
+    position = {name: i for i, name in enumerate(servers)}
+    tool_server = np.array([position[e.server] for e in entries], dtype=np.int64)
+    return Corpus(
+        entries=tuple(entries),
+        servers=servers,
+        tool_server=tool_server,
+        tool_vectors=vectors,
+        centroids=server_centroids(vectors, tool_server, len(servers)),
+        lexical=_lexical(entries, servers),
+        embedder=embedder,
+    )
+
+
+def server_centroids(vectors: Vectors, tool_server: IntArray, servers: int) -> Vectors:
+    """μᵢ = mean of server i's tool vectors (paper eq. 6), scaled to unit length.
+
+    Scaling does not change the centroid's direction, so the cosine of eq. 7
+    becomes a plain dot product at query time.
+    """
+    dim = vectors.shape[1] if vectors.ndim == 2 else 0
+    sums = np.zeros((servers, dim), dtype=np.float64)
+    np.add.at(sums, tool_server, vectors.astype(np.float64))
+    counts = np.bincount(tool_server, minlength=servers).astype(np.float64)
+    means = sums / np.maximum(counts, 1.0)[:, None]
+    norms = np.linalg.norm(means, axis=1, keepdims=True)
+    return (means / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
+
+
+def _lexical(entries: Sequence[IndexEntry], servers: Sequence[str]) -> LexicalFields:
+    server_text = {e.server: e.server_text for e in entries}
+    tool_names: dict[str, list[str]] = {s: [] for s in servers}
+    for e in entries:
+        tool_names[e.server].append(e.name)
+    # A server's document is its summary plus the names of its tools: what the
+    # operator says the server is for, and what it can do.
+    server_docs = [f"{server_text[s]} {' '.join(tool_names[s])}" for s in servers]
+    return LexicalFields(
+        full=FieldIndex([f"{e.name} {e.description} {e.arguments}" for e in entries]),
+        name=FieldIndex([e.name for e in entries]),
+        description=FieldIndex([e.description for e in entries]),
+        arguments=FieldIndex([e.arguments for e in entries]),
+        server=FieldIndex(server_docs),
+        jaccard=JaccardIndex([f"{e.name} {e.description} {e.arguments}" for e in entries]),
+    )

@@ -1,0 +1,92 @@
+"""Multi-step task handling: split a task into the steps it names.
+
+Agents arrive with whole tasks ("find X, chart it, save it as PDF"), and the
+tools a task needs are one per step. Ranking the whole sentence lets the
+loudest step win all k slots; ranking each step as well lets every step put
+its best tool forward. The split is purely syntactic (sentence punctuation,
+list commas, sequencing conjunctions) so it works on any catalog and any
+English/CJK task text; it never looks for particular words of a domain.
+
+Literal values in a task (file paths, URLs, domains) say which *kind* of
+argument a step will fill, so they are turned into the words a schema uses
+for such an argument ("file path", "url"), and removed from the text so that
+their fragments ("root", "www") do not look like evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from cartograph.index.text import tokenize
+
+MIN_CLAUSE_TOKENS: Final = 2
+MAX_CLAUSES: Final = 8
+
+_URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+", re.IGNORECASE)
+_PATH = re.compile(
+    r"(?<![\w/])(?:~|[A-Za-z]:)?(?:/[\w.\-~]+){2,}/?|\b[\w\-]+\.(?:[a-z]{2,5})\b(?=\s|$|[,;:!?)])"
+)
+_DOMAIN = re.compile(
+    r"\b[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.(?:com|org|net|io|dev|ai|cn|gov|edu)\b", re.I
+)
+_SENTENCE = re.compile(r"(?<=[.?!])\s+|[;\n。？！；]+")
+_STEP = re.compile(
+    r",?\s+(?:and\s+)?then\s+|,\s*and\s+|,\s+|\s+and\s+(?=\w)|\s+after\s+that\s+|[，、]",
+    re.IGNORECASE,
+)
+
+LITERAL_WORDS: Final = {"url": "url web page link", "path": "file path", "domain": "domain website"}
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One step of a task: its text (literals replaced) and search tokens."""
+
+    text: str
+    tokens: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    """A task as the rankers see it: the whole text plus its steps."""
+
+    text: str
+    tokens: tuple[str, ...]
+    clauses: tuple[Clause, ...]
+
+
+def parse_query(task: str) -> ParsedQuery:
+    """Normalise literals and split ``task`` into steps (always at least one)."""
+    text = replace_literals(task.strip())
+    pieces = [p for s in _SENTENCE.split(text) for p in _STEP.split(s) if p and p.strip()]
+    clauses = _merge_short([Clause(p.strip(), tuple(tokenize(p))) for p in pieces])
+    whole = Clause(text, tuple(tokenize(text)))
+    if not clauses:
+        clauses = [whole]
+    return ParsedQuery(text=text, tokens=whole.tokens, clauses=tuple(clauses[:MAX_CLAUSES]))
+
+
+def replace_literals(text: str) -> str:
+    """Swap URLs, paths and domains for the words a schema uses for them."""
+    text = _URL.sub(f" {LITERAL_WORDS['url']} ", text)
+    text = _DOMAIN.sub(f" {LITERAL_WORDS['domain']} ", text)
+    return _PATH.sub(lambda m: f" {LITERAL_WORDS['path']} {_extension(m.group())} ", text)
+
+
+def _extension(literal: str) -> str:
+    """A file's extension is a format name ("pdf", "xlsx"): keep it as a word."""
+    last = literal.rstrip("/").rsplit("/", 1)[-1]
+    return last.rsplit(".", 1)[1] if "." in last else ""
+
+
+def _merge_short(clauses: list[Clause]) -> list[Clause]:
+    """Fold fragments too short to be a step ("Beijing", "it") into their neighbour."""
+    merged: list[Clause] = []
+    for clause in clauses:
+        if merged and min(len(clause.tokens), len(merged[-1].tokens)) < MIN_CLAUSE_TOKENS:
+            prev = merged.pop()
+            clause = Clause(f"{prev.text} {clause.text}", prev.tokens + clause.tokens)
+        merged.append(clause)
+    return [c for c in merged if c.tokens]

@@ -1,0 +1,143 @@
+"""The tool index: verified cards in, ranked (server, tool) hits out.
+
+``ToolIndex.build`` takes :class:`~cartograph.cards.verified.VerifiedCards`
+(a mapping of server name to a card that already passed signature
+verification) and never anything else, so unverified text cannot reach it;
+tools that drifted upstream or are not covered by a card are passed in
+``exclude`` and are not indexed at all. All per-tool work (embedding, lexical
+indexing, server centroids) happens here, once; a query only pays for its own
+embedding and a few vector products over the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from cartograph.cards.verified import VerifiedCards
+from cartograph.errors import RetrievalError
+from cartograph.index.cache import EmbeddingCache
+from cartograph.index.corpus import Corpus, build_corpus
+from cartograph.index.embedders.base import Embedder, Vectors
+from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards
+from cartograph.index.query import parse_query
+from cartograph.index.rankers import QueryContext, Ranker, Ranking, get_ranker
+
+DEFAULT_METHOD: Final = "hybrid"
+MAX_K: Final = 100
+
+ProgressCallback = Callable[[int, int], None]
+
+
+class Hit(BaseModel):
+    """One ranked tool."""
+
+    model_config = ConfigDict(frozen=True)
+
+    server: str
+    tool: str
+    score: float
+
+
+class ToolIndex:
+    """Every ranker over one corpus of verified tools."""
+
+    def __init__(self, corpus: Corpus, *, default_method: str = DEFAULT_METHOD) -> None:
+        self.corpus = corpus
+        self.default_method = default_method
+        self._rankers: dict[str, Ranker] = {}
+        get_ranker(default_method)  # fail at build time, not at the first query
+
+    @classmethod
+    def build(
+        cls,
+        cards: VerifiedCards,
+        embedder: Embedder,
+        *,
+        cache: EmbeddingCache | None = None,
+        exclude: Iterable[ToolKey] = (),
+        default_method: str = DEFAULT_METHOD,
+        progress: ProgressCallback | None = None,
+    ) -> ToolIndex:
+        """Index every verified tool except ``exclude`` (drifted or unattested).
+
+        Each card is re-checked against its verified digest first, so a card
+        altered in memory after verification raises ``SignatureError`` here
+        instead of reaching the index (P-SIG-3).
+        """
+        intact = {server: cards.ensure_intact(server) for server in cards}
+        entries = entries_from_cards(intact, exclude=exclude)
+        return cls.from_entries(
+            entries, embedder, cache=cache, default_method=default_method, progress=progress
+        )
+
+    @classmethod
+    def from_entries(
+        cls,
+        entries: Sequence[IndexEntry],
+        embedder: Embedder,
+        *,
+        cache: EmbeddingCache | None = None,
+        default_method: str = DEFAULT_METHOD,
+        progress: ProgressCallback | None = None,
+    ) -> ToolIndex:
+        """Index prepared entries. Serving code calls :meth:`build`; this is for eval."""
+        vectors = _embed([e.text for e in entries], embedder, cache, progress)
+        return cls(build_corpus(entries, embedder, vectors), default_method=default_method)
+
+    @property
+    def size(self) -> int:
+        return self.corpus.size
+
+    def keys(self) -> list[ToolKey]:
+        return self.corpus.keys
+
+    def ranker(self, method: str | None = None) -> Ranker:
+        name = method or self.default_method
+        if name not in self._rankers:
+            self._rankers[name] = get_ranker(name)
+        return self._rankers[name]
+
+    def context(self, task: str) -> QueryContext:
+        """Parse ``task`` once; several rankers may then share its embeddings."""
+        return QueryContext(self.corpus, parse_query(task))
+
+    def rank(
+        self,
+        task: str | QueryContext,
+        k: int,
+        *,
+        method: str | None = None,
+        depth: int | None = None,
+    ) -> Ranking:
+        """(position, score) pairs, best first, ``depth`` (default ``k``) long."""
+        if not 1 <= k <= MAX_K:
+            raise RetrievalError(f"k must be between 1 and {MAX_K}, got {k}", code="bad_k")
+        ctx = self.context(task) if isinstance(task, str) else task
+        if self.size == 0:
+            return []
+        return self.ranker(method).rank(ctx, max(depth or k, k), k=k)
+
+    def search(self, task: str, k: int = 5, method: str | None = None) -> list[Hit]:
+        """The top ``k`` tools for ``task`` by ``method`` (default: the index's)."""
+        entries = self.corpus.entries
+        return [
+            Hit(server=entries[i].server, tool=entries[i].tool, score=round(score, 6))
+            for i, score in self.rank(task, k, method=method)
+        ]
+
+
+def _embed(
+    texts: list[str],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    progress: ProgressCallback | None,
+) -> Vectors:
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    if cache is not None:
+        return cache.embed_cached(embedder, texts, progress=progress)
+    return embedder.embed(texts)
