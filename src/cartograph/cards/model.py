@@ -3,7 +3,9 @@
 C = (identity, capability, per-tool descriptions, provenance, signature), as in
 the paper's §3.2. Everything except ``signature`` is the signed body. Ranking
 only ever sees ``capability`` and ``tools[*].description`` text, which the
-operator's generator wrote; the publisher's text is never copied in.
+operator's generator wrote; the publisher's text is never copied in — the card
+keeps only *digests* of it (the drift pins), so a poisoned description cannot
+ride along into the index.
 """
 
 from __future__ import annotations
@@ -20,36 +22,58 @@ class _Frozen(BaseModel):
 
 
 class Identity(_Frozen):
-    server: str
+    """Which upstream this card speaks for; bound into the signature (P-SIG-4)."""
+
+    server: str = Field(min_length=1)
     transport: str = "stdio"
     endpoint: str = ""
     publisher: str | None = None
 
 
 class Capability(_Frozen):
+    """Operator-written server-level text: the Stage-1 ranking target."""
+
     summary: str
     guidance: str = ""
     tags: tuple[str, ...] = ()
 
 
+class Pins(_Frozen):
+    """SHA-256 of each part of the served tool definition, so drift can say *what* changed.
+
+    ``ToolCard.digest`` covers the whole definition; these split it up. A part
+    the upstream did not send is pinned as the digest of JSON ``null``.
+    """
+
+    description: str
+    input_schema: str
+    output_schema: str
+    annotations: str
+    title: str
+
+
 class ToolCard(_Frozen):
     """One tool as the operator describes it, pinned to the definition it saw."""
 
-    name: str
+    name: str = Field(min_length=1)
     description: str
     arguments: str = ""
     example: dict[str, Any] = Field(default_factory=dict)
     input_schema: dict[str, Any] = Field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     digest: str
+    pins: Pins
 
 
 class Provenance(_Frozen):
+    """Who wrote the text and from which upstream state; ``card_version`` only grows."""
+
     generator: str
     generator_version: str
     model: str | None = None
     created_at: str
     server_digest: str
+    overrides_digest: str | None = None
     card_version: int = Field(ge=1)
 
 
@@ -71,6 +95,18 @@ class CardBody(_Frozen):
     def tool(self, name: str) -> ToolCard | None:
         return next((t for t in self.tools if t.name == name), None)
 
+    @property
+    def server(self) -> str:
+        return self.identity.server
+
+    @property
+    def version(self) -> int:
+        return self.provenance.card_version
+
+    def json_dict(self) -> dict[str, Any]:
+        """The exact JSON value that is canonicalised and signed."""
+        return self.model_dump(mode="json")
+
 
 class Card(_Frozen):
     body: CardBody
@@ -79,3 +115,26 @@ class Card(_Frozen):
     @property
     def server(self) -> str:
         return self.body.identity.server
+
+    @property
+    def version(self) -> int:
+        return self.body.provenance.card_version
+
+    def tool(self, name: str) -> ToolCard | None:
+        return self.body.tool(name)
+
+    def json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+__all__ = [
+    "CARD_FORMAT_VERSION",
+    "Capability",
+    "Card",
+    "CardBody",
+    "Identity",
+    "Pins",
+    "Provenance",
+    "Signature",
+    "ToolCard",
+]

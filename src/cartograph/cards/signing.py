@@ -1,0 +1,152 @@
+"""Signing and verifying cards (P-SIG-3, P-SIG-4, P-SIG-5, P-SIG-9).
+
+The signed message is a fixed type string, the signer's key id, and the RFC
+8785 bytes of the card body. The type string is domain separation: the same
+key signing anything else (another protocol's payload, a raw body) can never
+produce something that verifies as a card. Binding the key id stops a
+signature being re-labelled with another trusted key's id.
+
+Verification only raises; there is no ``-> bool`` here on purpose.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Final
+
+from pydantic import ValidationError
+
+from cartograph.cards.canonical import canonical_bytes, loads_strict, sha256_hex
+from cartograph.cards.keys import SigningKey
+from cartograph.cards.model import Card, CardBody, Signature
+from cartograph.cards.trust import TrustSet
+from cartograph.errors import CardFormatError, SignatureError
+
+CARD_SIGNATURE_TYPE: Final = b"cartograph/capability-card/v1"
+ALGORITHM: Final = "ed25519"
+
+
+def signed_message(body: CardBody, key_id: str) -> bytes:
+    """type string ‖ 0x00 ‖ key id ‖ 0x00 ‖ JCS(body): exactly what Ed25519 signs."""
+    return b"\x00".join(
+        (CARD_SIGNATURE_TYPE, key_id.encode("ascii"), canonical_bytes(body.json_dict()))
+    )
+
+
+def body_digest(body: CardBody) -> str:
+    """SHA-256 of the canonical body: what a verified card is re-checked against."""
+    return sha256_hex(canonical_bytes(body.json_dict()))
+
+
+def sign_card(body: CardBody, key: SigningKey) -> Card:
+    signature = key.sign(signed_message(body, key.key_id))
+    return Card(
+        body=body,
+        signature=Signature(
+            algorithm=ALGORITHM,
+            key_id=key.key_id,
+            value=base64.b64encode(signature).decode("ascii"),
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Proof that one card verified: its body digest and the key that signed it."""
+
+    server: str
+    key_id: str
+    digest: str
+    version: int
+
+
+def verify_card(card: Card, trust: TrustSet, *, expected_server: str) -> Verification:
+    """Verify ``card`` as the card for ``expected_server`` or raise a typed error."""
+    if card.server != expected_server:
+        raise SignatureError(
+            f"card names server {card.server!r} but was presented as {expected_server!r}'s "
+            f"card; re-attest with `cartograph bootstrap --server {expected_server}`",
+            code="card_server_mismatch",
+            server=expected_server,
+        )
+    if card.signature.algorithm != ALGORITHM:
+        raise SignatureError(
+            f"card for {expected_server!r} uses algorithm {card.signature.algorithm!r}; "
+            f"only {ALGORITHM} is accepted",
+            code="bad_algorithm",
+            server=expected_server,
+        )
+    _check_unique_tools(card.body)
+    key = trust.key_for(card.signature.key_id, card.server)
+    signature = _decode_signature(card)
+    try:
+        key.verify(signature, signed_message(card.body, card.signature.key_id))
+    except SignatureError as exc:
+        raise SignatureError(
+            f"card for {expected_server!r} does not match its signature (tampered or "
+            f"corrupted); re-attest with `cartograph bootstrap --server {expected_server}`",
+            code="bad_signature",
+            server=expected_server,
+        ) from exc
+    return Verification(card.server, key.key_id, body_digest(card.body), card.version)
+
+
+def _decode_signature(card: Card) -> bytes:
+    try:
+        raw = base64.b64decode(card.signature.value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise SignatureError(
+            f"card for {card.server!r} has a signature that is not base64",
+            code="bad_signature",
+            server=card.server,
+        ) from exc
+    if len(raw) != 64:
+        raise SignatureError(
+            f"card for {card.server!r} has a {len(raw)}-byte signature; Ed25519 uses 64",
+            code="bad_signature",
+            server=card.server,
+        )
+    return raw
+
+
+def _check_unique_tools(body: CardBody) -> None:
+    names = [t.name for t in body.tools]
+    if len(names) != len(set(names)):
+        raise CardFormatError(
+            f"card for {body.server!r} lists a tool twice", code="card_duplicate_tool"
+        )
+
+
+def parse_card(data: bytes) -> Card:
+    """Strictly parse card file bytes into a :class:`Card` (no verification yet).
+
+    The parsed JSON must be exactly the model's own rendering, so what is
+    verified is what was read: no silent coercion, no ignored fields.
+    """
+    raw = loads_strict(data)
+    try:
+        card = Card.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise CardFormatError(
+            f"bad card shape at {where}: {first['msg']}", code="card_shape"
+        ) from exc
+    if canonical_bytes(raw) != canonical_bytes(card.json_dict()):
+        raise CardFormatError(
+            "card JSON differs from its canonical model form (coerced or missing fields)",
+            code="card_not_canonical",
+        )
+    return card
+
+
+def render_card(card: Card) -> bytes:
+    """The on-disk bytes of a card: stable, human-readable JSON.
+
+    Readability is for operators; verification never depends on this layout
+    because it re-canonicalises the parsed body.
+    """
+    return (json.dumps(card.json_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -1,0 +1,87 @@
+"""Fixtures for card tests: small catalogs, keys, and the benchmark catalog path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cartograph.catalog.model import Catalog, ServerDef, ToolDef
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def bench_dir() -> Path:
+    return Path(os.environ.get("CARTOGRAPH_BENCH_DIR", REPO.parent / "shared" / "bench"))
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def livemcpbench_catalog_path() -> Path:
+    path = bench_dir() / "livemcpbench" / "catalog.json"
+    if not path.exists():
+        pytest.skip(f"benchmark catalog not found at {path} (set CARTOGRAPH_BENCH_DIR)")
+    return path
+
+
+def small_catalog() -> Catalog:
+    """Two servers, a few tools each, with realistic schemas."""
+    files = ServerDef(
+        name="files",
+        description="Read and write files on the local disk.",
+        tools=(
+            ToolDef(
+                name="read_file",
+                description="Read the complete contents of a file from the file system.",
+                inputSchema={
+                    "type": "object",
+                    "properties": {"path": {"type": "string", "description": "Path to read"}},
+                    "required": ["path"],
+                },
+            ),
+            ToolDef(
+                name="writeFile",
+                description="Create a new file or overwrite an existing one with new content.",
+                inputSchema={
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "content": {"type": "string"},
+                        "mode": {"type": "string", "enum": ["overwrite", "append"]},
+                    },
+                    "required": ["path", "content"],
+                },
+                annotations={"destructiveHint": True},
+            ),
+        ),
+    )
+    weather = ServerDef(
+        name="weather",
+        description="Weather forecasts and alerts.",
+        tools=(
+            ToolDef(
+                name="get_forecast",
+                description="Get the weather forecast for a location.",
+                inputSchema={
+                    "type": "object",
+                    "properties": {
+                        "latitude": {"type": "number", "minimum": -90, "maximum": 90},
+                        "longitude": {"type": "number", "minimum": -180, "maximum": 180},
+                        "days": {"type": "integer", "minimum": 1, "maximum": 14, "default": 3},
+                    },
+                    "required": ["latitude", "longitude"],
+                },
+            ),
+        ),
+    )
+    return Catalog(servers=(files, weather))
+
+
+@pytest.fixture
+def catalog() -> Catalog:
+    return small_catalog()

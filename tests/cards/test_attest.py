@@ -1,0 +1,29 @@
+"""attest_in_memory: the offline path other packages build on."""
+
+from __future__ import annotations
+
+import pytest
+
+from cartograph.cards.attest import attest_in_memory
+from cartograph.catalog.model import Catalog
+from cartograph.errors import SignatureError
+
+
+def test_attest_in_memory_returns_a_verified_card_for_every_server(catalog: Catalog) -> None:
+    cards = attest_in_memory(catalog)
+
+    assert sorted(cards) == ["files", "weather"]
+    assert [t.name for t in cards["files"].body.tools] == ["read_file", "writeFile"]
+    assert cards.signer("files") == cards["files"].signature.key_id
+    assert cards.tool_count() == 3
+
+
+def test_in_memory_card_mutated_after_verification_is_refused(catalog: Catalog) -> None:
+    cards = attest_in_memory(catalog)
+    cards.ensure_intact("files")
+
+    cards["files"].body.tools[0].input_schema["properties"]["evil"] = {"type": "string"}
+
+    with pytest.raises(SignatureError) as raised:
+        cards.ensure_intact("files")
+    assert raised.value.code == "card_not_intact"
