@@ -25,12 +25,14 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   ├── UpstreamTimeout         deadline passed
     │   ├── UpstreamProtocolError   malformed or unexpected reply
     │   ├── CircuitOpen             breaker open; fail fast with retry-after
-    │   └── Overloaded              in-flight limit and queue are full
+    │   ├── Overloaded              in-flight limit and queue are full
+    │   └── ToolFailed              the tool ran and reported an error (isError), seen by a stub
     ├── CallError                   a `call` the proxy refuses before any upstream I/O
     │   ├── UnknownToolError        no such server/tool in the verified catalog
     │   └── ArgumentError           arguments do not match the tool's input schema
-    └── PolicyError                 a catalog policy or authorization refuses the request
-        └── AuthenticationError     no valid bearer token where one is required (HTTP 401)
+    ├── PolicyError                 a catalog policy or authorization refuses the request
+    │   └── AuthenticationError     no valid bearer token where one is required (HTTP 401)
+    └── StubError                   stub generation refused (output folder, server selection)
 """
 
 from __future__ import annotations
@@ -158,6 +160,14 @@ class ModelIntegrityError(RetrievalError):
     code = "model_integrity"
 
 
+class ToolFailed(UpstreamError):
+    code = "tool_failed"
+
+
+class StubError(CartographError):
+    code = "stub_error"
+
+
 __all__ = [
     "ArgumentError",
     "AuthenticationError",
@@ -179,6 +189,8 @@ __all__ = [
     "RevokedKeyError",
     "RollbackError",
     "SignatureError",
+    "StubError",
+    "ToolFailed",
     "UnknownKeyError",
     "UnknownToolError",
     "UpstreamError",
