@@ -129,6 +129,16 @@ class CatalogConfig(_Section):
     policy: CatalogPolicy = Field(default_factory=CatalogPolicy)
 
 
+class RiftConfig(_Section):
+    """Rift's thresholds (paper §3.4); `cartograph rift` flags override them."""
+
+    theta_sim: float = Field(default=0.65, gt=0, le=1)
+    high: float = 0.10
+    medium: float = 0.20
+    linkage: Literal["complete", "average", "single"] = "complete"
+    text: Literal["description", "index"] = "description"
+
+
 class Config(_Section):
     """A whole Cartograph configuration, after loading and path resolution."""
 
@@ -140,6 +150,7 @@ class Config(_Section):
     index: IndexConfig = Field(default_factory=IndexConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
+    rift: RiftConfig = Field(default_factory=RiftConfig)
     catalogs: tuple[CatalogConfig, ...] = ()
 
     @model_validator(mode="after")
