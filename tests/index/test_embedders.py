@@ -1,16 +1,27 @@
-"""Embedders: the fake used by ranker tests, and the registry."""
+"""Embedders: the fake used by ranker tests, the registry, and the shipped MiniLM model."""
 
 from __future__ import annotations
+
+import shutil
+import socket
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cartograph.errors import RetrievalError
+from cartograph.errors import ModelIntegrityError, RetrievalError
 from cartograph.index.embedders import (
     Embedder,
     FakeEmbedder,
     embedder_names,
     get_embedder,
+)
+from cartograph.index.embedders.minilm import (
+    MINILM_DIM,
+    MINILM_MODEL_ID,
+    MODEL_DIR,
+    MiniLMEmbedder,
+    verify_model_files,
 )
 
 
@@ -71,3 +82,119 @@ def test_get_embedder_rejects_unknown_names_with_a_code() -> None:
 
 def test_embedder_names_lists_the_default_and_fake() -> None:
     assert {"fake", "minilm"} <= set(embedder_names())
+
+
+# --- the shipped MiniLM model -------------------------------------------------
+
+WEATHER = "get the current weather forecast"
+WEATHER_PARAPHRASE = "what will the weather be tomorrow"
+UNRELATED = "delete a git branch"
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    embedder = MiniLMEmbedder()
+    embedder.load()
+    return embedder
+
+
+def _copy_model(tmp_path: Path) -> Path:
+    target = tmp_path / "minilm"
+    target.mkdir()
+    for name in ("model.onnx", "tokenizer.json", "SHA256SUMS"):
+        shutil.copyfile(MODEL_DIR / name, target / name)
+    return target
+
+
+def test_minilm_loads_and_embeds_offline_without_touching_the_network(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"network access attempted: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    vectors = MiniLMEmbedder().embed([WEATHER])
+    assert vectors.shape == (1, MINILM_DIM)
+    assert vectors.dtype == np.float32
+
+
+def test_minilm_is_the_default_embedder() -> None:
+    assert get_embedder().model_id == MINILM_MODEL_ID
+    assert get_embedder().dim == 384
+
+
+def test_minilm_paraphrases_score_far_above_unrelated_texts(minilm: MiniLMEmbedder) -> None:
+    paraphrase = _cos(minilm, WEATHER, WEATHER_PARAPHRASE)
+    assert paraphrase > 0.5
+    assert paraphrase > _cos(minilm, WEATHER, UNRELATED) + 0.4
+    assert paraphrase > _cos(minilm, WEATHER_PARAPHRASE, UNRELATED) + 0.4
+
+
+def test_minilm_rows_are_unit_length(minilm: MiniLMEmbedder) -> None:
+    vectors = minilm.embed([WEATHER, "", "x " * 1000, "東京の天気"])
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+
+
+def test_minilm_batch_and_single_embeddings_agree(minilm: MiniLMEmbedder) -> None:
+    texts = [WEATHER, "", UNRELATED, "a much longer sentence " * 20, WEATHER_PARAPHRASE]
+    batch = minilm.embed(texts)
+    single = np.stack([minilm.embed([text])[0] for text in texts])
+    np.testing.assert_allclose(batch, single, atol=1e-6)
+
+
+def test_minilm_batched_runs_stay_close_and_use_their_own_cache_key() -> None:
+    texts = [WEATHER, UNRELATED, "a much longer sentence " * 20]
+    batched = MiniLMEmbedder(batch_size=8)
+    cosines = np.sum(batched.embed(texts) * get_embedder().embed(texts), axis=1)
+    assert cosines.min() > 0.97
+    assert batched.model_id != MINILM_MODEL_ID
+
+
+def test_minilm_empty_input_returns_empty_matrix_without_loading(tmp_path: Path) -> None:
+    # A folder with no model in it: loading would fail, so nothing was loaded.
+    assert MiniLMEmbedder(tmp_path).embed([]).shape == (0, MINILM_DIM)
+
+
+def test_minilm_truncates_long_text_instead_of_failing(minilm: MiniLMEmbedder) -> None:
+    long_text = "weather forecast " * 2000
+    np.testing.assert_allclose(
+        minilm.embed([long_text]), minilm.embed([long_text + " tail"]), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("name", ["model.onnx", "tokenizer.json"])
+def test_tampered_model_file_is_refused_at_load_naming_the_file(tmp_path: Path, name: str) -> None:
+    folder = _copy_model(tmp_path)
+    data = bytearray((folder / name).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (folder / name).write_bytes(bytes(data))
+    with pytest.raises(ModelIntegrityError) as info:
+        MiniLMEmbedder(folder).embed([WEATHER])
+    assert info.value.code == "model_integrity"
+    assert info.value.details["file"] == name
+
+
+def test_missing_checksum_file_is_refused_at_load(tmp_path: Path) -> None:
+    folder = _copy_model(tmp_path)
+    (folder / "SHA256SUMS").unlink()
+    with pytest.raises(ModelIntegrityError) as info:
+        verify_model_files(folder)
+    assert info.value.details["file"] == "SHA256SUMS"
+
+
+def test_checksum_file_that_omits_the_model_is_refused(tmp_path: Path) -> None:
+    folder = _copy_model(tmp_path)
+    sums = folder / "SHA256SUMS"
+    kept = [line for line in sums.read_text().splitlines() if "model.onnx" not in line]
+    sums.write_text("\n".join(kept) + "\n")
+    with pytest.raises(ModelIntegrityError) as info:
+        verify_model_files(folder)
+    assert info.value.details["file"] == "model.onnx"
+
+
+def test_shipped_model_files_match_their_pins() -> None:
+    verify_model_files(MODEL_DIR)

