@@ -1,0 +1,251 @@
+"""`serve`, `call`, `status`, `connect`: running the proxy and wiring clients to it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+
+from cartograph.cli.app import ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.output import print_json, print_table, stdout
+from cartograph.config.catalogs import ResolvedCatalog, resolve_catalogs
+from cartograph.config.model import Config
+from cartograph.errors import ConfigError
+
+ModeOption = Annotated[
+    str | None,
+    typer.Option("--mode", help="Gateway mode: pooled (default) or oneshot."),
+]
+AttestOption = Annotated[
+    bool,
+    typer.Option(
+        "--attest-in-memory",
+        help="Sign the live federation with a throwaway key instead of loading operator cards "
+        "(for trying things out; never for production).",
+    ),
+]
+CatalogNameOption = Annotated[
+    str | None, typer.Option("--catalog-name", help="Which configured catalog to serve on stdio.")
+]
+
+
+def _load(config_path: Path | None, mode: str | None = None) -> Config:
+    from cartograph.config.loader import load_config
+
+    config = load_config(resolve_config_path(config_path))
+    if mode is not None:
+        if mode not in ("pooled", "oneshot"):
+            raise ConfigError(f"--mode {mode!r}: use pooled or oneshot", code="bad_gateway_mode")
+        gateway = config.gateway.model_copy(update={"mode": mode})
+        config = config.model_copy(update={"gateway": gateway})
+    return config
+
+
+def _catalog(config: Config, name: str | None) -> ResolvedCatalog:
+    catalogs = resolve_catalogs(config, "per-catalog")
+    if name is None:
+        return catalogs[0]
+    for catalog in catalogs:
+        if catalog.name == name:
+            return catalog
+    known = ", ".join(c.name for c in catalogs)
+    raise ConfigError(f"no catalog named {name!r}; configured: {known}", code="unknown_catalog")
+
+
+async def start_runtime(
+    config: Config,
+    catalog: ResolvedCatalog,
+    *,
+    attest_in_memory: bool = False,
+    share_sessions: bool = False,
+    servers: tuple[str, ...] | None = None,
+) -> Any:
+    """A started :class:`CatalogRuntime` for ``catalog`` (optionally only some servers)."""
+    from cartograph.server.runtime import CatalogRuntime
+
+    members = tuple(s for s in catalog.servers if servers is None or s.name in servers)
+    return await CatalogRuntime.start(
+        config,
+        members,
+        name=catalog.name,
+        policy=catalog.policy,
+        share_sessions=share_sessions,
+        attest_live=attest_in_memory,
+    )
+
+
+def _setup_logging(debug: bool) -> None:
+    """Everything to stderr: in stdio mode stdout belongs to JSON-RPC (P-STDIO-1)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+
+
+@app.command()
+def serve(
+    config_path: ConfigOption = None,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP, not stdio.")] = False,
+    host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port.")] = None,
+    mount_mode: Annotated[
+        str | None, typer.Option("--mount-mode", help="HTTP: per-catalog or routed.")
+    ] = None,
+    allow_remote: Annotated[
+        bool, typer.Option("--allow-remote", help="HTTP: allow a non-loopback bind (needs auth).")
+    ] = False,
+    mode: ModeOption = None,
+    catalog_name: CatalogNameOption = None,
+    attest_in_memory: AttestOption = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Debug logging (to stderr).")] = False,
+) -> None:
+    """Serve the proxy's three tools (discover, status, call) over stdio or HTTP."""
+    _setup_logging(debug)
+    config = _load(config_path, mode)
+    if http:
+        from cartograph.server.http import serve_http
+
+        serve_http(config, host=host, port=port, mount_mode=mount_mode, allow_remote=allow_remote)
+        return
+    from cartograph.server.stdio import serve_stdio
+
+    catalog = _catalog(config, catalog_name)
+
+    async def start() -> Any:
+        return await start_runtime(
+            config, catalog, attest_in_memory=attest_in_memory, share_sessions=True
+        )
+
+    anyio.run(serve_stdio, catalog, start)
+
+
+@app.command("call")
+def call_command(
+    server: Annotated[str, typer.Argument(help="Upstream server name.")],
+    tool: Annotated[str, typer.Argument(help="Tool name on that server.")],
+    arguments: Annotated[str, typer.Argument(help="Arguments as a JSON object.")] = "{}",
+    config_path: ConfigOption = None,
+    mode: ModeOption = None,
+    catalog_name: CatalogNameOption = None,
+    attest_in_memory: AttestOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Call one upstream tool through the gateway (same checks as the proxy's `call`)."""
+    config = _load(config_path, mode)
+    catalog = _catalog(config, catalog_name)
+    result = anyio.run(_call_once, config, catalog, server, tool, arguments, attest_in_memory)
+    if as_json:
+        print_json(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+    else:
+        for block in result.content:
+            text = getattr(block, "text", None)
+            stdout.print(text if text is not None else block.model_dump_json(), highlight=False)
+    if result.is_error:
+        raise typer.Exit(1)
+
+
+async def _call_once(
+    config: Config,
+    catalog: ResolvedCatalog,
+    server: str,
+    tool: str,
+    raw_arguments: str,
+    attest_in_memory: bool,
+) -> Any:
+    from cartograph.server.handlers import ProxyHandlers
+
+    try:
+        parsed = json.loads(raw_arguments)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"arguments are not JSON: {exc}", code="bad_arguments") from exc
+    runtime = await start_runtime(
+        config, catalog, attest_in_memory=attest_in_memory, servers=(server,), share_sessions=True
+    )
+    try:
+        handlers = ProxyHandlers(runtime, catalog=catalog.name, policy=catalog.policy)
+        return await handlers.call_tool(
+            "call", {"server": server, "tool": tool, "arguments": parsed}, principal=None
+        )
+    finally:
+        await runtime.aclose()
+
+
+@app.command()
+def status(
+    config_path: ConfigOption = None,
+    catalog_name: CatalogNameOption = None,
+    attest_in_memory: AttestOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Connect to the federation and report what the proxy's `status` tool would."""
+    config = _load(config_path)
+    catalog = _catalog(config, catalog_name)
+    report = anyio.run(_status_once, config, catalog, attest_in_memory)
+    if as_json:
+        print_json(report)
+        return
+    rows = [
+        (
+            s["name"],
+            s["health"],
+            s["tools"]["servable"],
+            s["tools"]["attested"],
+            len(s["drifted"]),
+            len(s["unattested"]),
+            (s["card"] or {}).get("version"),
+            ((s["card"] or {}).get("signer") or "")[:12],
+            s["restarts"],
+            (s["last_error"] or "")[:60],
+        )
+        for s in report["servers"]
+    ]
+    columns = (
+        "server", "health", "servable", "attested", "drifted", "unattested",
+        "card v", "signer", "restarts", "last error",
+    )  # fmt: skip
+    print_table(f"catalog {report['catalog']} ({report['mode']})", columns, rows)
+
+
+async def _status_once(config: Config, catalog: ResolvedCatalog, attest: bool) -> dict[str, Any]:
+    runtime = await start_runtime(config, catalog, attest_in_memory=attest, share_sessions=True)
+    try:
+        report: dict[str, Any] = runtime.status()
+        return report
+    finally:
+        await runtime.aclose()
+
+
+@app.command()
+def connect(
+    client: Annotated[
+        str, typer.Option("--client", help="claude-desktop, claude-code, cursor or vscode.")
+    ],
+    config_path: ConfigOption = None,
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the entry instead of writing the file.")
+    ] = False,
+    name: Annotated[str, typer.Option("--name", help="Entry name in the client.")] = "cartograph",
+    target: Annotated[
+        Path | None, typer.Option("--target", help="Client config file (default: the client's).")
+    ] = None,
+) -> None:
+    """Add (or print) this proxy's MCP entry in a client's config, keeping a backup."""
+    from cartograph.server.clients import ServerSpec, install_entry, render_entry
+
+    config_file = resolve_config_path(config_path).resolve()
+    spec = ServerSpec.stdio_for(config_file)
+    if print_only:
+        print_json(render_entry(client, name, spec))
+        return
+    written = install_entry(client, name, spec, path=target)
+    stdout.print(
+        f"wrote {name!r} to {written.path}"
+        + (f" (backup: {written.backup})" if written.backup else ""),
+        highlight=False,
+    )

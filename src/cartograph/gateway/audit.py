@@ -1,0 +1,152 @@
+"""The audit log: one JSON line per `call`, holding the argument *shape*, never values.
+
+P-LOG-2: a record names time, catalog, principal, server, tool, duration,
+outcome and the keys/types of the arguments. P-LOG-1: anything that could
+carry a secret (error text from an upstream, its stderr) passes through a
+:class:`Redactor` built from the config's secret values before it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from cartograph.config.model import Config
+
+MAX_SHAPE_DEPTH: Final = 4
+MAX_SHAPE_KEYS: Final = 50
+MIN_SECRET_LENGTH: Final = 4
+REDACTED: Final = "[redacted]"
+
+
+def argument_shape(value: Any, depth: int = 0) -> Any:
+    """Keys and JSON types of ``value``; no string, number or boolean ever survives."""
+    if isinstance(value, Mapping):
+        if depth >= MAX_SHAPE_DEPTH:
+            return "object"
+        keys = sorted(value, key=str)[:MAX_SHAPE_KEYS]
+        return {str(k): argument_shape(value[k], depth + 1) for k in keys}
+    if isinstance(value, list | tuple):
+        if depth >= MAX_SHAPE_DEPTH or not value:
+            return "array"
+        return [argument_shape(value[0], depth + 1)]
+    return _json_type(value)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
+
+
+class Redactor:
+    """Replaces known secret values (upstream env, headers, tokens) with a marker."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        unique = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
+        self._secrets = sorted(unique, key=len, reverse=True)
+
+    @classmethod
+    def from_config(cls, config: Config) -> Redactor:
+        values: list[str] = []
+        for server in config.servers:
+            values.extend(server.env.values())
+            values.extend(server.headers.values())
+            values.extend(_header_credentials(server.headers.values()))
+        for token in config.http.tokens:
+            secret = os.environ.get(token.token_env)
+            if secret:
+                values.append(secret)
+        llm_key = os.environ.get(config.cards.llm.api_key_env)
+        if llm_key:
+            values.append(llm_key)
+        return cls(values)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def data(self, value: Any) -> Any:
+        """Redact every string inside a JSON-like value."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, Mapping):
+            return {k: self.data(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.data(v) for v in value]
+        return value
+
+
+def _header_credentials(values: Iterable[str]) -> list[str]:
+    """``Bearer abc`` also leaks as ``abc`` alone."""
+    out: list[str] = []
+    for value in values:
+        _, _, rest = value.partition(" ")
+        if rest:
+            out.append(rest)
+    return out
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One proxy tool call. ``server``/``tool`` name the upstream target of a `call`."""
+
+    time: str
+    catalog: str
+    principal: str | None
+    proxy_tool: str
+    server: str | None
+    tool: str | None
+    duration_ms: float
+    outcome: str
+    arguments: Any
+    repairs: tuple[str, ...] = ()
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class AuditLog:
+    """Appends :class:`AuditRecord` lines to a file (or keeps them in memory for tests).
+
+    Appending one short line with ``O_APPEND`` is atomic enough for a log: a
+    crash can cut the last line, never an earlier one.
+    """
+
+    def __init__(self, path: Path | None = None, redactor: Redactor | None = None) -> None:
+        self.path = path
+        self.redactor = redactor or Redactor()
+        self.records: list[AuditRecord] = []
+        self._lock = threading.Lock()
+        self.keep_in_memory = path is None
+
+    def write(self, record: AuditRecord) -> None:
+        line = json.dumps(self.redactor.data(asdict(record)), ensure_ascii=False, sort_keys=True)
+        with self._lock:
+            if self.keep_in_memory:
+                self.records.append(record)
+                return
+            assert self.path is not None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, (line + "\n").encode("utf-8"))
+            finally:
+                os.close(fd)

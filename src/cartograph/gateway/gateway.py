@@ -1,0 +1,321 @@
+"""The gateway: every upstream call goes through here, pooled or one-shot.
+
+Per upstream it keeps a circuit breaker and a bulkhead; every call has a
+deadline; results over the size limit are cut with a marker. In pooled mode
+sessions come from an :class:`~cartograph.gateway.pool.UpstreamPool`; in
+one-shot mode each call spawns, connects, lists (to re-check drift), invokes
+and tears down, exactly as the paper's gateway did — kept so the two can be
+measured side by side.
+
+The gateway raises typed :class:`~cartograph.errors.UpstreamError`\\ s and
+never decides policy, attestation or argument validity: the runtime does
+that before any call reaches here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.types import CallToolResult
+
+from cartograph.config.model import GatewayConfig, ServerConfig
+from cartograph.errors import UnknownToolError, UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from cartograph.gateway.audit import Redactor
+from cartograph.gateway.limits import Bulkhead, CircuitBreaker
+from cartograph.gateway.pool import (
+    SHARED_PARTITION,
+    Opener,
+    OpenHook,
+    Upstream,
+    UpstreamPool,
+    default_opener,
+)
+from cartograph.gateway.results import limit_result
+
+DEADLINE_MARGIN: Final = 0.5
+"""Slack on top of a server's call_timeout before the gateway's own deadline fires."""
+Admit = Callable[[str, str], None]
+"""Raises when (server, tool) may not be called *now*: re-run after every (re)open, since a
+restarted upstream may have changed its tools under us."""
+
+RESTARTABLE_CODES: Final = frozenset({"upstream_session_closed"})
+"""Failures that provably happened before the request left: safe to restart and resend."""
+
+
+@dataclass
+class OneShotTiming:
+    """Where one-shot time goes (paper §5.5): open = spawn + handshake, list, call, close."""
+
+    open_ms: float = 0.0
+    list_ms: float = 0.0
+    call_ms: float = 0.0
+    close_ms: float = 0.0
+
+
+@dataclass
+class _Guard:
+    breaker: CircuitBreaker
+    bulkhead: Bulkhead
+    calls: int = 0
+    failures: int = 0
+    last_error: str | None = None
+
+
+@dataclass
+class _InFlight:
+    scopes: set[anyio.CancelScope] = field(default_factory=set)
+    idle: anyio.Event = field(default_factory=anyio.Event)
+
+
+class Gateway:
+    """Calls upstream tools with deadlines, breakers, backpressure and size limits."""
+
+    def __init__(
+        self,
+        settings: GatewayConfig,
+        servers: Sequence[ServerConfig],
+        *,
+        opener: Opener = default_opener,
+        on_open: OpenHook | None = None,
+        admit: Admit | None = None,
+        redactor: Redactor | None = None,
+        share_sessions: bool = False,
+        idle_timeout: float | None = None,
+    ) -> None:
+        self.settings = settings
+        self.mode = settings.mode
+        self.servers = {s.name: s for s in servers}
+        self._opener = opener
+        self._on_open = on_open
+        self._admit = admit
+        self.redactor = redactor or Redactor()
+        self.share_sessions = share_sessions
+        self.pool = UpstreamPool(opener, on_open=on_open, idle_timeout=idle_timeout)
+        self._guards = {s.name: self._new_guard(s.name) for s in servers}
+        self._in_flight = _InFlight()
+        self._closing = False
+        self.last_oneshot: OneShotTiming | None = None
+
+    def _new_guard(self, server: str) -> _Guard:
+        s = self.settings
+        return _Guard(
+            breaker=CircuitBreaker(server, s.breaker_failures, s.breaker_cooldown),
+            bulkhead=Bulkhead(server, s.max_in_flight, s.queue_size),
+        )
+
+    def partition_for(self, server: str, client: str | None) -> str:
+        """Shared only for ``stateless`` upstreams or a single-client proxy (stdio)."""
+        cfg = self.servers[server]
+        if cfg.stateless or self.share_sessions or client is None:
+            return SHARED_PARTITION
+        return client
+
+    def guard(self, server: str) -> _Guard:
+        return self._guards[server]
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        client: str | None = None,
+        progress_callback: ProgressFnT | None = None,
+    ) -> CallToolResult:
+        """Forward one call; the upstream's result comes back unchanged unless oversized.
+
+        Raises :class:`UpstreamError` subclasses (timeout, unavailable, protocol,
+        circuit open, overloaded) with secrets redacted from their messages.
+        """
+        cfg = self._server(server)
+        guard = self._guards[server]
+        guard.breaker.before_call()
+        async with guard.bulkhead.slot():
+            guard.calls += 1
+            try:
+                with self._tracked(server):
+                    result = await self._dispatch(cfg, tool, arguments, client, progress_callback)
+            except UpstreamError as exc:
+                guard.breaker.record_failure()
+                guard.failures += 1
+                raise self._redacted(exc, guard) from None
+            guard.breaker.record_success()
+        return limit_result(result, self.settings.max_result_bytes)
+
+    def _server(self, server: str) -> ServerConfig:
+        cfg = self.servers.get(server)
+        if cfg is None:
+            raise UnknownToolError(
+                f"no upstream server named {server!r}; call `discover` to find tools",
+                code="unknown_server",
+                server=server,
+            )
+        return cfg
+
+    async def _dispatch(
+        self,
+        cfg: ServerConfig,
+        tool: str,
+        arguments: dict[str, Any],
+        client: str | None,
+        progress: ProgressFnT | None,
+    ) -> CallToolResult:
+        if self.mode == "oneshot":
+            return await self._oneshot(cfg, tool, arguments, progress)
+        partition = self.partition_for(cfg.name, client)
+        session = await self.pool.get(cfg, partition)
+        self._check_admitted(cfg.name, tool)
+        try:
+            return await _invoke(session, cfg, tool, arguments, progress)
+        except UpstreamError as exc:
+            if exc.code not in RESTARTABLE_CODES:
+                raise
+        # The session died before our request left: restart and send it once more.
+        session = await self.pool.get(cfg, partition)
+        self._check_admitted(cfg.name, tool)
+        return await _invoke(session, cfg, tool, arguments, progress)
+
+    def _check_admitted(self, server: str, tool: str) -> None:
+        if self._admit is not None:
+            self._admit(server, tool)
+
+    async def _oneshot(
+        self,
+        cfg: ServerConfig,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
+    ) -> CallToolResult:
+        timing = OneShotTiming()
+        started = time.perf_counter()
+        session = await self._opener(cfg)
+        timing.open_ms = _ms_since(started)
+        try:
+            mark = time.perf_counter()
+            if self._on_open is not None:
+                await self._on_open(cfg.name, session, False)
+            timing.list_ms = _ms_since(mark)
+            self._check_admitted(cfg.name, tool)
+            mark = time.perf_counter()
+            result = await _invoke(session, cfg, tool, arguments, progress)
+            timing.call_ms = _ms_since(mark)
+        finally:
+            mark = time.perf_counter()
+            with anyio.CancelScope(shield=True):
+                await session.aclose()
+            timing.close_ms = _ms_since(mark)
+            self.last_oneshot = timing
+        return result
+
+    @contextmanager
+    def _tracked(self, server: str) -> Iterator[None]:
+        """Register the call so shutdown can end it with an error (P-REL-7)."""
+        if self._closing:
+            raise UpstreamUnavailable(
+                "the proxy is shutting down", code="shutting_down", server=server
+            )
+        scope = anyio.CancelScope()
+        self._in_flight.scopes.add(scope)
+        try:
+            with scope:
+                yield
+        finally:
+            self._in_flight.scopes.discard(scope)
+            if self._closing and not self._in_flight.scopes:
+                self._in_flight.idle.set()
+        if scope.cancelled_caught:
+            raise UpstreamUnavailable(
+                "the proxy shut down while this call was in flight; it may or may not have run",
+                code="shutting_down",
+                server=server,
+            )
+
+    def _redacted(self, exc: UpstreamError, guard: _Guard) -> UpstreamError:
+        exc.message = self.redactor(exc.message)
+        exc.args = (exc.message,)
+        exc.details = self.redactor.data(exc.details)
+        guard.last_error = f"{exc.code}: {exc.message.splitlines()[0]}"
+        return exc
+
+    async def open_all(self, servers: Sequence[str] | None = None) -> dict[str, UpstreamError]:
+        """Eagerly open shared sessions concurrently; return the failures by server."""
+        names = list(servers) if servers is not None else list(self.servers)
+        failures: dict[str, UpstreamError] = {}
+
+        async def one(name: str) -> None:
+            try:
+                await self.pool.get(self.servers[name], SHARED_PARTITION)
+            except UpstreamError as exc:
+                failures[name] = self._redacted(exc, self._guards[name])
+
+        async with anyio.create_task_group() as group:
+            for name in names:
+                group.start_soon(one, name)
+        return failures
+
+    def in_flight(self) -> int:
+        return len(self._in_flight.scopes)
+
+    async def wait_idle(self) -> None:
+        """After :meth:`aclose`: until every in-flight call has returned its error."""
+        if self._in_flight.scopes:
+            await self._in_flight.idle.wait()
+
+    def shared_session(self, server: str) -> Upstream | None:
+        return self.pool.peek(server, SHARED_PARTITION)
+
+    async def release(self, client: str) -> None:
+        await self.pool.release(client)
+
+    async def aclose(self) -> None:
+        """End in-flight calls with an error, then close every upstream session."""
+        self._closing = True
+        for scope in list(self._in_flight.scopes):
+            scope.cancel()
+        await self.pool.aclose()
+
+    def snapshot(self) -> dict[str, Any]:
+        pool = self.pool.snapshot()
+        servers: dict[str, Any] = {}
+        for name, guard in self._guards.items():
+            servers[name] = {
+                "calls": guard.calls,
+                "failures": guard.failures,
+                "last_error": guard.last_error,
+                "breaker": guard.breaker.snapshot(),
+                "load": guard.bulkhead.snapshot(),
+                "pool": pool.get(name, {"sessions": 0, "opens": 0, "restarts": 0}),
+            }
+        return {"mode": self.mode, "servers": servers}
+
+
+async def _invoke(
+    session: Upstream,
+    cfg: ServerConfig,
+    tool: str,
+    arguments: dict[str, Any],
+    progress: ProgressFnT | None,
+) -> CallToolResult:
+    try:
+        with anyio.fail_after(cfg.call_timeout + DEADLINE_MARGIN):
+            return await session.call_tool(
+                tool, arguments, timeout=cfg.call_timeout, progress_callback=progress
+            )
+    except TimeoutError:
+        raise UpstreamTimeout(
+            f"upstream {cfg.name!r}: {tool} gave no answer within {cfg.call_timeout:g}s "
+            f"(raise call_timeout for {cfg.name!r} if it is just slow)",
+            server=cfg.name,
+            tool=tool,
+            timeout=cfg.call_timeout,
+        ) from None
+
+
+def _ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0

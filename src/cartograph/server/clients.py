@@ -1,0 +1,149 @@
+"""MCP client config files: where each client keeps its server list, and how to merge ours in.
+
+Each supported client stores a JSON file with a map of server entries
+(``mcpServers``, or ``servers`` for VS Code). We merge one entry into it:
+read, replace our key, keep a ``.bak`` copy of the previous file, and write
+atomically (P-REL-9), leaving every other entry untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from cartograph.errors import ConfigError
+from cartograph.fsutil import atomic_write_text
+
+CLIENTS: Final = ("claude-desktop", "claude-code", "cursor", "vscode")
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How a client reaches the proxy: a command (stdio) or a URL (streamable HTTP)."""
+
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    url: str | None = None
+
+    @classmethod
+    def stdio_for(cls, config_file: Path) -> ServerSpec:
+        """Run this very installation's CLI, so the entry works whatever is on PATH."""
+        return cls(
+            command=sys.executable,
+            args=("-m", "cartograph.cli.main", "serve", "--config", str(config_file)),
+        )
+
+    @classmethod
+    def http(cls, url: str) -> ServerSpec:
+        return cls(url=url)
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    backup: Path | None
+
+
+def container_key(client: str) -> str:
+    return "servers" if _checked(client) == "vscode" else "mcpServers"
+
+
+def default_path(client: str, *, home: Path | None = None, cwd: Path | None = None) -> Path:
+    """The file each client reads; project-scoped clients use the current folder."""
+    home = home or Path.home()
+    cwd = cwd or Path.cwd()
+    client = _checked(client)
+    if client == "claude-desktop":
+        if sys.platform == "darwin":
+            return home / "Library/Application Support/Claude/claude_desktop_config.json"
+        appdata = os.environ.get("APPDATA")
+        if sys.platform == "win32" and appdata:
+            return Path(appdata) / "Claude/claude_desktop_config.json"
+        return home / ".config/Claude/claude_desktop_config.json"
+    if client == "claude-code":
+        return cwd / ".mcp.json"
+    if client == "cursor":
+        return cwd / ".cursor/mcp.json"
+    return cwd / ".vscode/mcp.json"
+
+
+def entry_for(client: str, spec: ServerSpec) -> dict[str, Any]:
+    """One server entry in ``client``'s dialect."""
+    client = _checked(client)
+    if spec.url is not None:
+        if client in ("vscode", "claude-code"):
+            return {"type": "http", "url": spec.url}
+        return {"url": spec.url}
+    entry: dict[str, Any] = {"command": spec.command, "args": list(spec.args)}
+    if client in ("vscode", "claude-code"):
+        entry = {"type": "stdio", **entry}
+    return entry
+
+
+def render_entry(client: str, name: str, spec: ServerSpec) -> dict[str, Any]:
+    """What ``--print`` shows: the entry inside its container key, ready to paste."""
+    return {container_key(client): {name: entry_for(client, spec)}}
+
+
+def install_entry(client: str, name: str, spec: ServerSpec, *, path: Path | None = None) -> Written:
+    """Merge ``name`` into the client's file atomically, keeping a backup of the old file."""
+    return install_entries(client, {name: spec}, path=path)
+
+
+def install_entries(
+    client: str, specs: dict[str, ServerSpec], *, path: Path | None = None
+) -> Written:
+    """Like :func:`install_entry` for several entries at once (e.g. one per catalog)."""
+    target = path or default_path(client)
+    current = _read(target)
+    key = container_key(client)
+    servers = current.get(key)
+    if servers is None:
+        servers = {}
+    if not isinstance(servers, dict):
+        raise ConfigError(
+            f"{target}: {key!r} is not an object; fix the file by hand first",
+            code="client_config_shape",
+        )
+    for name, spec in specs.items():
+        servers[name] = entry_for(client, spec)
+    current[key] = servers
+    backup = _backup(target)
+    atomic_write_text(target, json.dumps(current, indent=2, ensure_ascii=False) + "\n")
+    return Written(path=target, backup=backup)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(
+            f"{path}: not valid JSON ({exc}); fix or move it, then re-run connect",
+            code="client_config_json",
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level is not an object", code="client_config_shape")
+    return data
+
+
+def _backup(path: Path) -> Path | None:
+    if not path.exists():
+        return None
+    backup = path.with_name(path.name + ".bak")
+    shutil.copy2(path, backup)
+    return backup
+
+
+def _checked(client: str) -> str:
+    if client not in CLIENTS:
+        raise ConfigError(
+            f"unknown client {client!r}; use one of: {', '.join(CLIENTS)}", code="unknown_client"
+        )
+    return client

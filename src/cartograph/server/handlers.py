@@ -1,0 +1,274 @@
+"""The proxy's tool surface for one catalog: list, authorize, dispatch, audit.
+
+:class:`ProxyHandlers` is the one place a proxy tool call is authorized and
+audited — stdio, each HTTP per-catalog mount and the routed mount all end up
+here — so every call gets exactly one authorization decision and exactly one
+audit record naming the catalog it ran in (P-AUTH-3, P-LOG-2). Refusals and
+upstream failures come back as ``isError`` results carrying a stable code;
+the proxy itself keeps serving.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.types import CallToolResult, TextContent, Tool
+
+from cartograph.config.model import CatalogPolicy
+from cartograph.errors import (
+    ArgumentError,
+    CartographError,
+    PolicyError,
+    UnknownToolError,
+)
+from cartograph.gateway.arguments import MetaCall, repair_meta_call
+from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
+from cartograph.gateway.results import error_code, error_result
+from cartograph.server.runtime import CatalogRuntime, policy_allows
+from cartograph.server.tools import CALL, DISCOVER, MAX_K, PROXY_TOOLS, STATUS, proxy_tool
+
+Authorize = Callable[[str | None, str, str], None]
+"""``authorize(principal, catalog, proxy_tool_name)``; raises PolicyError to refuse."""
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Who is calling, set by the transport for the duration of one request.
+
+    A context variable rather than a parameter so surfaces layered on top of
+    :class:`ProxyHandlers` (the routed mount) need not thread it through.
+    """
+
+    client: str | None = None
+    progress: ProgressFnT | None = None
+
+
+CALL_CONTEXT: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
+    "cartograph_call_context", default=None
+)
+
+
+class ToolSurface(Protocol):
+    def list_tools(self) -> list[Tool]: ...
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, principal: str | None
+    ) -> CallToolResult: ...
+
+    def instructions(self) -> str: ...
+
+
+class ProxyHandlers:
+    """`discover` / `status` / `call` for one catalog, as one MCP mount serves them."""
+
+    def __init__(
+        self,
+        runtime: CatalogRuntime,
+        *,
+        catalog: str,
+        policy: CatalogPolicy | None = None,
+        tool_prefix: str | None = None,
+        authorize: Authorize | None = None,
+        audit: AuditLog | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.catalog = catalog
+        self.policy = policy or runtime.policy
+        self.tool_prefix = tool_prefix
+        self.authorize = authorize
+        self.audit = audit if audit is not None else runtime.audit
+        self._exposed = tuple(t for t in PROXY_TOOLS if t in self.policy.proxy_tools)
+
+    # -- listing ---------------------------------------------------------------
+
+    def list_tools(self) -> list[Tool]:
+        return [proxy_tool(name, prefix=self.tool_prefix) for name in self._exposed]
+
+    def instructions(self) -> str:
+        return self.describe(self.catalog, self._exposed, self.tool_prefix)
+
+    @staticmethod
+    def describe(catalog: str, exposed: tuple[str, ...], prefix: str | None) -> str:
+        """The MCP ``instructions`` text, naming the tools as the agent sees them."""
+        names = {name: f"{prefix or ''}{name}" for name in exposed}
+        parts = [f"Cartograph catalog {catalog!r}: one entry for many MCP servers."]
+        if DISCOVER in names:
+            parts.append(f"Use `{names[DISCOVER]}` with a task to find tools.")
+        if CALL in names:
+            parts.append(
+                f"Then `{names[CALL]}` with server, tool and arguments exactly as discovered."
+            )
+        if STATUS in names:
+            parts.append(f"`{names[STATUS]}` shows health and withheld tools.")
+        return " ".join(parts)
+
+    def _proxy_name(self, name: str) -> str | None:
+        prefix = self.tool_prefix or ""
+        if not name.startswith(prefix):
+            return None
+        bare = name[len(prefix) :]
+        return bare if bare in self._exposed else None
+
+    # -- dispatch ----------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        principal: str | None,
+        client: str | None = None,
+        progress: ProgressFnT | None = None,
+    ) -> CallToolResult:
+        """Authorize, run and audit one proxy tool call; refusals become error results."""
+        context = CALL_CONTEXT.get() or CallContext()
+        client = client if client is not None else context.client
+        progress = progress if progress is not None else context.progress
+        started = time.perf_counter()
+        record = _Pending(proxy_tool=name, arguments=arguments)
+        try:
+            result = await self._dispatch(
+                name, arguments or {}, principal, client, progress, record
+            )
+        except CartographError as exc:
+            result = error_result(_redact(exc, self.runtime))
+        self._audit(record, principal, result, started)
+        return result
+
+    async def _dispatch(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        principal: str | None,
+        client: str | None,
+        progress: ProgressFnT | None,
+        record: _Pending,
+    ) -> CallToolResult:
+        bare = self._proxy_name(name)
+        if bare is None:
+            raise UnknownToolError(
+                f"this server has no tool {name!r}; its tools are "
+                f"{', '.join(t.name for t in self.list_tools())}",
+                code="unknown_proxy_tool",
+            )
+        record.proxy_tool = bare
+        if self.authorize is not None:
+            self.authorize(principal, self.catalog, bare)
+        if bare == DISCOVER:
+            return self._discover(arguments)
+        if bare == STATUS:
+            return self._status()
+        return await self._call(arguments, principal, client, progress, record)
+
+    def _discover(self, arguments: dict[str, Any]) -> CallToolResult:
+        task = arguments.get("task")
+        k = arguments.get("k")
+        if not isinstance(task, str) or not task.strip():
+            raise ArgumentError(
+                'discover needs a non-empty "task" string, e.g. {"task": "read a file"}',
+                code="bad_arguments",
+            )
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K):
+            raise ArgumentError(f'"k" must be an integer from 1 to {MAX_K}', code="bad_arguments")
+        found = self.runtime.discover(task, k)
+        return CallToolResult(
+            content=[TextContent(text=found.to_text())],
+            structured_content=found.model_dump(mode="json"),
+        )
+
+    def _status(self) -> CallToolResult:
+        import json
+
+        report = self.runtime.status()
+        return CallToolResult(
+            content=[TextContent(text=json.dumps(report, ensure_ascii=False, indent=1))],
+            structured_content=report,
+        )
+
+    async def _call(
+        self,
+        arguments: dict[str, Any],
+        principal: str | None,
+        client: str | None,
+        progress: ProgressFnT | None,
+        record: _Pending,
+    ) -> CallToolResult:
+        meta = repair_meta_call(arguments, self._known)
+        record.target(meta)
+        if not policy_allows(self.policy, meta.server, meta.tool):
+            raise PolicyError(
+                f"{meta.server}/{meta.tool} is not allowed in catalog {self.catalog!r} "
+                f'(catalogs[name="{self.catalog}"].policy allow/deny)',
+                code="tool_denied",
+                server=meta.server,
+                tool=meta.tool,
+            )
+        result = await self.runtime.call(
+            meta.server,
+            meta.tool,
+            meta.arguments,
+            principal=principal,
+            client=client,
+            progress_callback=progress,
+        )
+        return _with_repairs(result, meta)
+
+    def _known(self, server: str, tool: str) -> bool:
+        card = self.runtime.cards.get(server)
+        return card is not None and card.body.tool(tool) is not None
+
+    def _audit(
+        self, record: _Pending, principal: str | None, result: CallToolResult, started: float
+    ) -> None:
+        outcome = error_code(result) or ("tool_error" if result.is_error else "ok")
+        self.audit.write(
+            AuditRecord(
+                time=utc_now(),
+                catalog=self.catalog,
+                principal=principal,
+                proxy_tool=record.proxy_tool,
+                server=record.server,
+                tool=record.tool,
+                duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
+                outcome=outcome,
+                arguments=argument_shape(record.arguments),
+                repairs=record.repairs,
+            )
+        )
+
+
+class _Pending:
+    """What the audit record will say, filled in as the call is understood."""
+
+    def __init__(self, proxy_tool: str, arguments: Any) -> None:
+        self.proxy_tool = proxy_tool
+        self.arguments = arguments
+        self.server: str | None = None
+        self.tool: str | None = None
+        self.repairs: tuple[str, ...] = ()
+
+    def target(self, meta: MetaCall) -> None:
+        self.server, self.tool, self.repairs = meta.server, meta.tool, meta.repairs
+        self.arguments = meta.arguments
+
+
+def _with_repairs(result: CallToolResult, meta: MetaCall) -> CallToolResult:
+    """Say what was repaired without touching the upstream's own content."""
+    if not meta.repairs:
+        return result
+    note = {"cartograph/repaired": list(meta.repairs)}
+    text = TextContent(text=f"[cartograph repaired this call: {'; '.join(meta.repairs)}]")
+    return result.model_copy(
+        update={"meta": {**(result.meta or {}), **note}, "content": [*result.content, text]}
+    )
+
+
+def _redact(exc: CartographError, runtime: CatalogRuntime) -> CartographError:
+    exc.message = runtime.redactor(exc.message)
+    exc.details = runtime.redactor.data(exc.details)
+    return exc

@@ -1,0 +1,83 @@
+"""The MCP server object: the SDK's low-level ``Server`` wired to a tool surface.
+
+The same server serves stdio and HTTP. Anything a surface raises (or any
+bug) becomes an ``isError`` result, never a dropped connection: the proxy
+keeps serving (P-REL-6, P-REL-8). Upstream progress is relayed to the
+downstream request that asked for it; a downstream cancellation cancels the
+handler's scope, and the SDK sends the upstream a ``notifications/cancelled``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+
+from cartograph import __version__
+from cartograph.errors import CartographError
+from cartograph.gateway.results import error_result
+from cartograph.server.handlers import CALL_CONTEXT, CallContext, ToolSurface
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME: Final = "cartograph"
+LOCAL_CLIENT: Final = "local"
+
+Ctx = ServerRequestContext[Any, Any]
+KeyOf = Callable[[Ctx], str | None]
+
+
+def session_header_key(ctx: Ctx) -> str | None:
+    """The downstream client's identity: its HTTP session id, else one local client (stdio)."""
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        session_id = headers.get("mcp-session-id")
+        if session_id:
+            return f"http:{session_id}"
+    return LOCAL_CLIENT
+
+
+def build_proxy_server(
+    handlers: ToolSurface,
+    *,
+    client_key: KeyOf = session_header_key,
+    principal_of: KeyOf | None = None,
+) -> Server[Any]:
+    """A low-level MCP server exposing ``handlers``' tools (discover/status/call)."""
+
+    async def on_list_tools(_ctx: Ctx, _params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=handlers.list_tools())
+
+    async def on_call_tool(ctx: Ctx, params: CallToolRequestParams) -> CallToolResult:
+        principal = principal_of(ctx) if principal_of is not None else None
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(progress, total, message)
+
+        token = CALL_CONTEXT.set(CallContext(client=client_key(ctx), progress=progress))
+        try:
+            return await handlers.call_tool(
+                params.name, dict(params.arguments or {}), principal=principal
+            )
+        except CartographError as exc:
+            return error_result(exc)
+        except Exception as exc:  # the proxy must outlive any bug in one call
+            logger.exception("proxy tool %s failed", params.name)
+            return error_result(
+                CartographError(f"internal error: {type(exc).__name__}", code="internal_error")
+            )
+        finally:
+            CALL_CONTEXT.reset(token)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=handlers.instructions(),
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )

@@ -1,0 +1,399 @@
+"""One catalog, live: verified cards, each tool's drift state, the index, and the gateway.
+
+:class:`CatalogRuntime` is what the proxy's three tools run against. It
+never serves anything a verified card does not cover: ``discover`` searches
+an index built only from ``ok`` tools, and ``call`` re-checks the card's
+integrity, the tool's drift state and the arguments before the gateway does
+any upstream I/O. Whenever a session (re)opens, or an upstream reports
+``tools/list_changed``, the server's tools are re-listed, re-compared with
+the card, and the index is rebuilt if the set of servable tools changed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.types import CallToolResult
+
+from cartograph.cards.verified import VerifiedCards
+from cartograph.catalog.model import ServerDef
+from cartograph.config.model import CatalogPolicy, Config, ServerConfig
+from cartograph.errors import CartographError, UnknownToolError, UpstreamError
+from cartograph.gateway.arguments import validate_arguments
+from cartograph.gateway.audit import AuditLog, Redactor
+from cartograph.gateway.gateway import Gateway
+from cartograph.gateway.pool import Opener, Upstream, default_opener
+from cartograph.index.embedders.base import Embedder
+from cartograph.server.toolstate import ToolState, evaluate, reattest_command, refusal
+
+logger = logging.getLogger(__name__)
+
+ToolKey = tuple[str, str]
+
+
+def policy_allows(policy: CatalogPolicy, server: str, tool: str) -> bool:
+    """Allow/deny globs match ``server/tool``; deny wins."""
+    name = f"{server}/{tool}"
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in policy.deny):
+        return False
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in policy.allow)
+
+
+class CatalogRuntime:
+    """A catalog's cards, drift state, index and gateway (see module docstring)."""
+
+    def __init__(
+        self,
+        config: Config,
+        servers: Sequence[ServerConfig],
+        cards: VerifiedCards,
+        embedder: Embedder,
+        *,
+        name: str = "default",
+        policy: CatalogPolicy | None = None,
+        opener: Opener = default_opener,
+        share_sessions: bool = False,
+        cache: Any = None,
+    ) -> None:
+        self.config = config
+        self.name = name
+        self.policy = policy or CatalogPolicy()
+        self.servers = {s.name: s for s in servers}
+        self.cards = cards.subset(self.servers) if hasattr(cards, "subset") else cards
+        self.embedder = embedder
+        self.cache = cache
+        self.redactor = Redactor.from_config(config)
+        self.audit = AuditLog(config.gateway.audit_log, redactor=self.redactor)
+        self.states: dict[str, dict[str, ToolState]] = {}
+        self.live: dict[str, ServerDef] = {}
+        self._refreshing: dict[str, bool] = {}
+        self.card_errors: dict[str, str] = {}
+        self.started_at = time.time()
+        self.gateway = Gateway(
+            config.gateway,
+            servers,
+            opener=opener,
+            on_open=self._on_open,
+            admit=self.admit,
+            redactor=self.redactor,
+            share_sessions=share_sessions,
+        )
+        self._index: Any = None
+        self._index_lock = anyio.Lock()
+        self._excluded: frozenset[ToolKey] | None = None
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @classmethod
+    async def start(
+        cls,
+        config: Config,
+        servers: Sequence[ServerConfig],
+        *,
+        name: str = "default",
+        cards: VerifiedCards | None = None,
+        embedder: Embedder | None = None,
+        policy: CatalogPolicy | None = None,
+        opener: Opener = default_opener,
+        share_sessions: bool = False,
+        eager: bool = True,
+        attest_live: bool = False,
+    ) -> CatalogRuntime:
+        """Load cards, (eagerly) open sessions to check drift, then build the index.
+
+        ``attest_live`` signs whatever the servers list right now with a throwaway
+        key (:func:`~cartograph.cards.attest.attest_in_memory`) instead of loading
+        the operator's cards: for trying things out and for tests, never production.
+        """
+        if cards is None:
+            cards = VerifiedCards() if attest_live else load_verified_cards(config)
+        if embedder is None:
+            from cartograph.index.embedders import get_embedder
+
+            embedder = get_embedder(config.index.embedder)
+        runtime = cls(
+            config,
+            servers,
+            cards,
+            embedder,
+            name=name,
+            policy=policy or _catalog_policy(config, name),
+            opener=opener,
+            share_sessions=share_sessions,
+            cache=_embedding_cache(config),
+        )
+        try:
+            if eager and config.gateway.mode == "pooled":
+                await runtime.gateway.open_all()
+            elif eager or attest_live:
+                await runtime._list_once()
+            if attest_live:
+                runtime._attest_live()
+            await runtime.rebuild_index()
+        except BaseException:
+            await runtime.aclose()
+            raise
+        return runtime
+
+    async def _list_once(self) -> None:
+        """One-shot mode still needs each server's tools once, to check drift at start."""
+
+        async def one(cfg: ServerConfig) -> None:
+            try:
+                session = await self.gateway._opener(cfg)
+            except UpstreamError as exc:
+                self.gateway.guard(cfg.name).last_error = self.redactor(exc.message)
+                return
+            try:
+                await self._on_open(cfg.name, session, False)
+            finally:
+                await session.aclose()
+
+        async with anyio.create_task_group() as group:
+            for cfg in self.servers.values():
+                group.start_soon(one, cfg)
+
+    def _attest_live(self) -> None:
+        from cartograph.cards.attest import attest_in_memory
+        from cartograph.catalog.model import Catalog
+
+        live = tuple(self.live[name] for name in self.servers if name in self.live)
+        self.cards = attest_in_memory(Catalog(servers=live))
+        self.states = {name: evaluate(self.cards.get(name), d) for name, d in self.live.items()}
+
+    async def aclose(self) -> None:
+        await self.gateway.aclose()
+
+    # -- drift -----------------------------------------------------------------
+
+    async def _on_open(self, server: str, session: Upstream, restarted: bool) -> None:
+        """After every (re)open: re-list, re-check drift, follow list_changed."""
+        await self._refresh(server, session)
+        subscribe = getattr(session, "on_tools_changed", None)
+        if subscribe is not None:
+
+            async def changed(_name: str, session: Upstream = session) -> None:
+                await self._on_tools_changed(server, session)
+
+            subscribe(changed)
+
+    async def _on_tools_changed(self, server: str, session: Upstream) -> None:
+        """Coalesced: a flood of notifications costs one re-list in flight plus one after."""
+        if server in self._refreshing:
+            self._refreshing[server] = True
+            return
+        self._refreshing[server] = False
+        try:
+            while True:
+                try:
+                    await self._refresh(server, session)
+                except CartographError as exc:
+                    logger.warning("re-listing %s after list_changed failed: %s", server, exc.code)
+                    return
+                await self.rebuild_index()
+                if not self._refreshing[server]:
+                    return
+                self._refreshing[server] = False
+        finally:
+            del self._refreshing[server]
+
+    async def _refresh(self, server: str, session: Upstream) -> None:
+        live: ServerDef = await session.list_tools()
+        self.live[server] = live
+        card = self.cards.get(server)
+        self.states[server] = evaluate(card, live)
+
+    def excluded(self) -> frozenset[ToolKey]:
+        """Carded tools that must not be discoverable: drifted, missing, or denied by policy."""
+        out: set[ToolKey] = set()
+        for server, card in self.cards.items():
+            states = self.states.get(server, {})
+            for tool in card.body.tools:
+                state = states.get(tool.name)
+                if (state is not None and state.status != "ok") or not policy_allows(
+                    self.policy, server, tool.name
+                ):
+                    out.add((server, tool.name))
+        return frozenset(out)
+
+    async def rebuild_index(self) -> None:
+        """(Re)build the index when the set of servable tools changed."""
+        async with self._index_lock:
+            excluded = self.excluded()
+            if self._index is not None and excluded == self._excluded:
+                return
+            from cartograph.index.tool_index import ToolIndex
+
+            cards, embedder, cache = self.cards, self.embedder, self.cache
+            method = self.config.index.ranker
+            self._index = await anyio.to_thread.run_sync(
+                lambda: ToolIndex.build(
+                    cards, embedder, cache=cache, exclude=excluded, default_method=method
+                )
+            )
+            self._excluded = excluded
+
+    def admit(self, server: str, tool: str) -> None:
+        """Raise unless ``server/tool`` is attested, intact, not drifted and allowed."""
+        try:
+            card = self.cards.ensure_intact(server)
+        except KeyError:
+            card = None
+        except CartographError:
+            raise
+        state = self.states.get(server, {}).get(tool)
+        if card is None or card.body.tool(tool) is None:
+            if state is not None:
+                raise refusal(server, tool, state)
+            raise UnknownToolError(
+                f"no tool {tool!r} on server {server!r} in catalog {self.name!r}; "
+                "call `discover` to find the right one",
+                server=server,
+                tool=tool,
+            )
+        if state is not None and state.status != "ok":
+            raise refusal(server, tool, state)
+
+    # -- the three tools ---------------------------------------------------------
+
+    def discover(self, task: str, k: int | None = None) -> Any:
+        """The retrieval result (pydantic; ``.to_text()`` / ``.model_dump()``)."""
+        from cartograph.index.discover import discover
+
+        if self._index is None:
+            raise CartographError("the index is not built yet", code="index_not_ready")
+        return discover(self._index, self.cards, task, k=k or self.config.index.default_k)
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        principal: str | None = None,
+        client: str | None = None,
+        progress_callback: ProgressFnT | None = None,
+    ) -> CallToolResult:
+        """Check everything locally, then forward; raises typed errors on refusal."""
+        if server not in self.servers:
+            raise UnknownToolError(
+                f"no server {server!r} in catalog {self.name!r}; "
+                f"known: {', '.join(sorted(self.servers))}",
+                code="unknown_server",
+                server=server,
+            )
+        self.admit(server, tool)
+        tool_card = self.cards[server].body.tool(tool)
+        assert tool_card is not None  # admit() guarantees it
+        validate_arguments(server, tool, tool_card.input_schema, arguments, tool_card.example)
+        partition = None if client is None and principal is None else f"{principal}|{client}"
+        return await self.gateway.call(
+            server, tool, arguments, client=partition, progress_callback=progress_callback
+        )
+
+    def status(self) -> dict[str, Any]:
+        """Everything an operator needs at a glance; no secrets (P-LOG-1)."""
+        gateway = self.gateway.snapshot()
+        servers = [self._server_status(name, gateway["servers"][name]) for name in self.servers]
+        report: dict[str, Any] = self.redactor.data(
+            {
+                "catalog": self.name,
+                "mode": gateway["mode"],
+                "uptime_s": round(time.time() - self.started_at, 1),
+                "servers": servers,
+                "totals": {
+                    "servers": len(servers),
+                    "healthy": sum(1 for s in servers if s["health"] == "up"),
+                    "tools_servable": sum(s["tools"]["servable"] for s in servers),
+                    "tools_drifted": sum(len(s["drifted"]) for s in servers),
+                    "tools_unattested": sum(len(s["unattested"]) for s in servers),
+                    "restarts": sum(s["restarts"] for s in servers),
+                },
+            }
+        )
+        return report
+
+    def _server_status(self, name: str, gw: dict[str, Any]) -> dict[str, Any]:
+        cfg = self.servers[name]
+        states = self.states.get(name)
+        card = self.cards.get(name)
+        by_status: dict[str, list[Any]] = {"drifted": [], "unattested": [], "missing": []}
+        for tool, state in sorted((states or {}).items()):
+            if state.status == "drifted":
+                by_status["drifted"].append({"tool": tool, "changed": list(state.what)})
+            elif state.status in by_status:
+                by_status[state.status].append(tool)
+        attested = len(card.body.tools) if card is not None else 0
+        servable = attested - len(by_status["drifted"]) - len(by_status["missing"])
+        return {
+            "name": name,
+            "transport": cfg.transport,
+            "stateless": cfg.stateless,
+            "health": _health(states, gw, self.gateway.mode),
+            "tools": {
+                "attested": attested,
+                "live": None
+                if states is None
+                else sum(1 for s in states.values() if s.status != "missing"),
+                "servable": servable if states is not None else attested,
+            },
+            "card": _card_status(self.cards, name),
+            **by_status,
+            "reattest": reattest_command(name) if any(by_status.values()) else None,
+            "pool": gw["pool"],
+            "breaker": gw["breaker"],
+            "load": gw["load"],
+            "calls": gw["calls"],
+            "failures": gw["failures"],
+            "restarts": gw["pool"].get("restarts", 0),
+            "last_error": gw["last_error"],
+        }
+
+
+def _health(states: Any, gw: dict[str, Any], mode: str) -> str:
+    if gw["breaker"]["state"] != "closed":
+        return f"circuit {gw['breaker']['state']}"
+    if mode == "pooled" and gw["pool"].get("sessions", 0) == 0:
+        return "down" if gw["last_error"] or gw["pool"].get("open_failures") else "idle"
+    if states is None:
+        return "unknown"
+    return "up"
+
+
+def _card_status(cards: VerifiedCards, server: str) -> dict[str, Any] | None:
+    card = cards.get(server)
+    if card is None:
+        return None
+    provenance = card.body.provenance
+    return {
+        "version": provenance.card_version,
+        "signer": cards.signer(server),
+        "generator": provenance.generator,
+        "created_at": provenance.created_at,
+    }
+
+
+def _catalog_policy(config: Config, name: str) -> CatalogPolicy:
+    for catalog in config.catalogs:
+        if catalog.name == name:
+            return catalog.policy
+    return CatalogPolicy()
+
+
+def _embedding_cache(config: Config) -> Any:
+    from cartograph.index.cache import EmbeddingCache
+
+    return EmbeddingCache(config.state_dir)
+
+
+def load_verified_cards(config: Config) -> VerifiedCards:
+    """The operator's signed cards from the state directory, verified against the trust set."""
+    from cartograph.cards.store import load_verified_for_config
+
+    return load_verified_for_config(config)

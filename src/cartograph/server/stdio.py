@@ -1,0 +1,133 @@
+"""`cartograph serve` over stdio: start answering at once, connect the federation behind.
+
+The MCP loop starts before the federation is connected, so a client's
+``initialize`` is never held up by a slow upstream; `discover`/`call` wait
+(bounded) for the catalog to be ready. stdout carries JSON-RPC only — the
+SDK's stdio transport points fd 1 at stderr while it serves, and all our
+logging goes to stderr (P-STDIO-1). SIGTERM/SIGINT and stdin EOF both end
+in-flight calls with an error and close every upstream session, so no child
+process outlives the proxy (P-REL-7).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import anyio
+from mcp.server.stdio import stdio_server
+from mcp.types import CallToolResult, Tool
+
+from cartograph.config.catalogs import ResolvedCatalog
+from cartograph.errors import CartographError
+from cartograph.gateway.results import error_result
+from cartograph.server.handlers import ProxyHandlers
+from cartograph.server.proxy import build_proxy_server
+from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.tools import PROXY_TOOLS, proxy_tool
+
+logger = logging.getLogger(__name__)
+
+READY_TIMEOUT: Final = 120.0
+"""How long a tool call waits for the catalog to finish starting."""
+SHUTDOWN_GRACE: Final = 2.0
+"""Time for in-flight calls' error results to reach the client after SIGTERM."""
+
+RuntimeFactory = Callable[[], Awaitable[CatalogRuntime]]
+
+
+class DeferredHandlers:
+    """A tool surface that lists at once and dispatches once the runtime is ready."""
+
+    def __init__(self, catalog: ResolvedCatalog, *, stdio_prefix: str | None = None) -> None:
+        self.catalog = catalog
+        self.prefix = stdio_prefix
+        self._ready = anyio.Event()
+        self.handlers: ProxyHandlers | None = None
+        self.failure: CartographError | None = None
+        self._exposed = tuple(t for t in PROXY_TOOLS if t in catalog.policy.proxy_tools)
+
+    def list_tools(self) -> list[Tool]:
+        return [proxy_tool(name, prefix=self.prefix) for name in self._exposed]
+
+    def instructions(self) -> str:
+        return ProxyHandlers.describe(self.catalog.name, self._exposed, self.prefix)
+
+    def set_runtime(self, runtime: CatalogRuntime) -> None:
+        self.handlers = ProxyHandlers(
+            runtime,
+            catalog=self.catalog.name,
+            policy=self.catalog.policy,
+            tool_prefix=self.prefix,
+        )
+        self._ready.set()
+
+    def set_failure(self, error: CartographError) -> None:
+        self.failure = error
+        self._ready.set()
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, principal: str | None
+    ) -> CallToolResult:
+        with anyio.move_on_after(READY_TIMEOUT):
+            await self._ready.wait()
+        if self.handlers is not None:
+            return await self.handlers.call_tool(name, arguments, principal=principal)
+        error = self.failure or CartographError(
+            "the catalog is still starting; retry in a moment", code="starting"
+        )
+        return error_result(error)
+
+
+async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
+    """Serve one catalog over this process's stdin/stdout until EOF or a signal."""
+    surface = DeferredHandlers(catalog)
+    server = build_proxy_server(surface)
+    runtime: CatalogRuntime | None = None
+
+    async def boot() -> None:
+        nonlocal runtime
+        try:
+            runtime = await start()
+        except CartographError as exc:
+            logger.error("catalog %s failed to start: %s", catalog.name, exc.message)
+            surface.set_failure(exc)
+            return
+        surface.set_runtime(runtime)
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(boot)
+            group.start_soon(_on_signal, group.cancel_scope, lambda: runtime)
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            logger.info("stdin closed; shutting down")
+            group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if runtime is not None:
+                await runtime.aclose()
+
+
+async def _on_signal(
+    scope: anyio.CancelScope, current: Callable[[], CatalogRuntime | None]
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for signum in signals:
+            logger.info("signal %s: ending in-flight calls and shutting down", signum)
+            runtime = current()
+            if runtime is not None:
+                # In-flight calls end with a shutting_down error result, which still
+                # goes out on stdout before the loop is cancelled.
+                await runtime.gateway.aclose()
+                await _drain(runtime)
+            scope.cancel()
+            return
+
+
+async def _drain(runtime: CatalogRuntime) -> None:
+    with anyio.move_on_after(SHUTDOWN_GRACE):
+        await runtime.gateway.wait_idle()
+        await anyio.sleep(0.05)  # let the last error results reach the stdout writer
