@@ -24,7 +24,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent, Tool
 from starlette.types import ASGIApp
 
-from cartograph.errors import PolicyError, UnknownToolError
+from cartograph.errors import CartographError, UnknownToolError
+from cartograph.gateway.results import error_result
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "discover": {
@@ -89,24 +90,25 @@ class RecordingSurface:
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, principal: str | None
     ) -> CallToolResult:
+        """As ProxyHandlers: refusals become error results; exactly one audit record."""
         self.calls += 1
         bare = name.removeprefix(self.prefix)
-        if not name.startswith(self.prefix) or bare not in self.proxy_tools:
-            raise UnknownToolError(f"no tool {name!r}", code="unknown_tool")
-        self.ledger.decisions.append((principal, self.catalog, bare))
         outcome = "ok"
         try:
+            if not name.startswith(self.prefix) or bare not in self.proxy_tools:
+                raise UnknownToolError(f"no tool {name!r}", code="unknown_proxy_tool")
+            self.ledger.decisions.append((principal, self.catalog, bare))
             if self.authorize is not None:
                 self.authorize(principal, self.catalog, bare)
-        except PolicyError:
-            outcome = "denied"
-            raise
+            body = {"catalog": self.catalog, "tool": bare, "arguments": arguments}
+            return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))])
+        except CartographError as exc:
+            outcome = exc.code
+            return error_result(exc)
         finally:
             self.ledger.audits.append(
                 {"catalog": self.catalog, "principal": principal, "tool": bare, "outcome": outcome}
             )
-        body = {"catalog": self.catalog, "tool": bare, "arguments": arguments}
-        return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))])
 
     def instructions(self) -> str:
         names = ", ".join(self.prefix + n for n in self.proxy_tools)
@@ -228,3 +230,27 @@ def assemble(
         settings=settings,
     )
     return Assembly(app, ledger, per, targets)
+
+
+MODERN = "2026-07-28"
+
+
+def modern_call(tool: str, arguments: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """Headers and body of a self-contained 2026-07-28 ``tools/call`` POST (no session)."""
+    headers = {
+        **MCP_HEADERS,
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": tool,
+    }
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments, "_meta": meta},
+    }
+    return headers, body

@@ -62,6 +62,11 @@ async def test_a_tool_gated_off_in_the_named_catalog_is_refused_with_the_config_
     assert "'call'" in text and "'beta'" in text
     assert 'catalogs[name="beta"].policy.proxy_tools' in text
     assert not allowed.is_error
+    # the refusal happened (and was audited) at the named catalog itself
+    assert [(a["catalog"], a["outcome"]) for a in built.ledger.audits] == [
+        ("beta", "unknown_proxy_tool"),
+        ("gamma", "ok"),
+    ]
 
 
 @pytest.mark.promise("P-AUTH-3")

@@ -10,7 +10,8 @@ catalogs' tools once, and every tool gains a ``catalog`` argument:
 * it is required whenever 2+ catalogs are routed (a missing ``catalog`` is an
   error naming them), optional with exactly one, never inferred, no default;
 * the exposed set is the union; a call naming a catalog whose policy gates the
-  tool off is refused with the tool, the catalog and the config key;
+  tool off is refused by that catalog (which audits it) and the routed view
+  names the tool, the catalog and the config key;
 * once ``catalog`` is resolved the call goes into that catalog's own
   :class:`ToolSurface` (its ``ProxyHandlers``), the same path its per-catalog
   endpoint uses, so exactly one authorization decision and one audit record
@@ -22,25 +23,25 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from mcp.types import CallToolResult, Tool
 
-from cartograph.errors import CallError, ConfigError, PolicyError, UnknownToolError
+from cartograph.errors import CallError, ConfigError, PolicyError
+from cartograph.gateway.results import error_code, error_result
+from cartograph.server.handlers import ToolSurface
 
 CATALOG_ARGUMENT: Final = "catalog"
+UNKNOWN_TOOL_CODES: Final = frozenset({"unknown_proxy_tool", "unknown_tool"})
+"""Codes a target uses for "no such tool here"; the routed view adds which key gates it."""
 
-
-class ToolSurface(Protocol):
-    """What one MCP mount serves: the shape of ``cartograph.server.handlers.ProxyHandlers``."""
-
-    def list_tools(self) -> list[Tool]: ...
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, principal: str | None
-    ) -> CallToolResult: ...
-
-    def instructions(self) -> str: ...
+__all__ = [
+    "CATALOG_ARGUMENT",
+    "RoutedHandlers",
+    "ToolSurface",
+    "policy_key",
+    "with_catalog_property",
+]
 
 
 def with_catalog_property(tool: Tool, catalogs: Sequence[str], *, required: bool) -> Tool:
@@ -107,10 +108,10 @@ class RoutedHandlers:
         """Resolve ``catalog``, then hand the call to that catalog's own surface."""
         rest = dict(arguments)
         catalog = self._resolve_catalog(rest.pop(CATALOG_ARGUMENT, None), name)
-        target = self._targets[catalog]
-        if name not in {t.name for t in target.list_tools()}:
-            raise self._not_exposed(name, catalog)
-        return await target.call_tool(name, rest, principal=principal)
+        result = await self._targets[catalog].call_tool(name, rest, principal=principal)
+        if error_code(result) in UNKNOWN_TOOL_CODES:
+            return self._explain_unknown(name, catalog, result)
+        return result
 
     def _resolve_catalog(self, value: object, tool: str) -> str:
         if value is None and not self.catalog_required:
@@ -131,18 +132,25 @@ class RoutedHandlers:
             )
         return value
 
-    def _not_exposed(self, tool: str, catalog: str) -> CallError | PolicyError:
+    def _explain_unknown(self, tool: str, catalog: str, refusal: CallToolResult) -> CallToolResult:
+        """The target refused (and audited) a tool it does not expose; name the key that gates it.
+
+        The union lists ``tool`` because a sibling exposes it, so "unknown tool"
+        would mislead: the agent needs the catalog and the operator the config key.
+        """
         offering = [c for c, tools in self.exposed().items() if tool in tools]
         if not offering:
-            return UnknownToolError(f"no tool {tool!r} on this server.", code="unknown_tool")
+            return refusal
         key = policy_key(catalog)
-        return PolicyError(
-            f"tool {tool!r} is not exposed by catalog {catalog!r} (config key {key}); "
-            f"catalogs that expose it: {', '.join(offering)}.",
-            code="tool_not_exposed",
-            tool=tool,
-            catalog=catalog,
-            key=key,
+        return error_result(
+            PolicyError(
+                f"tool {tool!r} is not exposed by catalog {catalog!r} (config key {key}); "
+                f"catalogs that expose it: {', '.join(offering)}.",
+                code="tool_not_exposed",
+                tool=tool,
+                catalog=catalog,
+                key=key,
+            )
         )
 
     def instructions(self) -> str:

@@ -1,8 +1,10 @@
-"""One MCP mount: a low-level SDK ``Server`` over a :class:`ToolSurface`.
+"""One MCP mount: the proxy's SDK server over a tool surface, told who is calling.
 
-Per-catalog endpoints and the routed mount are built here by the same code,
-so the two cannot differ in how they list tools, read the principal, or turn
-a refusal into a tool error.
+Per-catalog endpoints and the routed mount are built by the same
+``build_proxy_server`` the stdio transport uses, so they cannot differ in how
+they list tools, relay progress, partition upstream sessions, or turn a
+refusal into a tool error. The HTTP layer only adds the principal it
+authenticated, read back from the request scope.
 """
 
 from __future__ import annotations
@@ -11,63 +13,26 @@ from typing import Any, Final
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
-from mcp.types import (
-    CallToolRequestParams,
-    CallToolResult,
-    ListToolsResult,
-    PaginatedRequestParams,
-    TextContent,
-)
 from starlette.requests import Request
 
-from cartograph import __version__
-from cartograph.errors import CartographError
-from cartograph.server.routed import ToolSurface
+from cartograph.server.handlers import ToolSurface
+from cartograph.server.proxy import build_proxy_server
 
 PRINCIPAL_SCOPE_KEY: Final = "cartograph.principal"
 """ASGI scope key where the HTTP layer records the authenticated principal's name."""
 
 
-def principal_of(request: object) -> str | None:
+def principal_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
     """The principal the HTTP layer authenticated for this request (None when auth is off)."""
+    request = ctx.request
     if isinstance(request, Request):
         value = request.scope.get(PRINCIPAL_SCOPE_KEY)
         return value if isinstance(value, str) else None
     return None
 
 
-def error_result(exc: CartographError) -> CallToolResult:
-    """A refusal as the agent sees it: a tool error with the stable code up front."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=f"error ({exc.code}): {exc.message}")],
-        structured_content={"error": exc.to_dict()},
-        is_error=True,
-    )
-
-
-def build_mount_server(surface: ToolSurface, *, name: str) -> Server[Any]:
-    """An SDK server whose tools, calls and instructions all come from ``surface``."""
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
-    ) -> ListToolsResult:
-        return ListToolsResult(tools=surface.list_tools())
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult:
-        principal = principal_of(ctx.request)
-        try:
-            return await surface.call_tool(
-                params.name, dict(params.arguments or {}), principal=principal
-            )
-        except CartographError as exc:
-            return error_result(exc)
-
-    return Server(
-        name,
-        version=__version__,
-        instructions=surface.instructions(),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+def build_mount_server(surface: ToolSurface, *, label: str) -> Server[Any]:
+    """The SDK server for one mount; ``label`` names it ``cartograph:<label>`` to clients."""
+    server = build_proxy_server(surface, principal_of=principal_of)
+    server.name = f"cartograph:{label}"  # tells apart the entries of a multi-catalog client
+    return server

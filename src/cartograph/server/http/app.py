@@ -35,10 +35,11 @@ from cartograph.config.catalogs import ROUTED_NAME, MountMode
 from cartograph.config.model import DEFAULT_MAX_BODY_BYTES
 from cartograph.errors import AuthenticationError, ConfigError
 from cartograph.server.auth import Principal, TokenAuthority
+from cartograph.server.handlers import ToolSurface
 from cartograph.server.http._guards import GuardMiddleware, HostPolicy, OriginPolicy
 from cartograph.server.http._mount import PRINCIPAL_SCOPE_KEY, build_mount_server
 from cartograph.server.http._sessions import SessionManager
-from cartograph.server.routed import RoutedHandlers, ToolSurface
+from cartograph.server.routed import RoutedHandlers
 
 MCP_PATH: Final = "/mcp"
 ROUTED_PATH: Final = f"{MCP_PATH}/{ROUTED_NAME}"
@@ -109,7 +110,7 @@ class _Mounts:
 
 def _manager(surface: ToolSurface, label: str, settings: HttpSettings) -> SessionManager:
     return SessionManager(
-        build_mount_server(surface, name=f"cartograph:{label}"),
+        build_mount_server(surface, label=label),
         max_request_body_size=settings.max_body_bytes,
         session_idle_timeout=settings.session_idle_timeout,
     )

@@ -24,9 +24,10 @@ from cartograph.config.catalogs import (
 from cartograph.config.model import Config
 from cartograph.errors import ConfigError
 from cartograph.server.auth import TokenAuthority
+from cartograph.server.handlers import ToolSurface
 from cartograph.server.http._guards import WILDCARD_BINDS, is_loopback
 from cartograph.server.http.app import CatalogMount, HttpSettings, build_http_app
-from cartograph.server.routed import RoutedHandlers, ToolSurface
+from cartograph.server.routed import RoutedHandlers
 
 
 def check_bind(
