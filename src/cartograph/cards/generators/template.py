@@ -70,13 +70,13 @@ class TemplateGenerator:
         return out
 
     def describe(self, server: ServerDef) -> ServerText:
-        grams = publisher_ngrams(_publisher_texts(server))
+        grams = publisher_ngrams(publisher_texts(server))
         texts = {tool.name: _tool_text(tool, grams) for tool in server.tools}
         texts = _make_distinct(texts)
         return ServerText(capability=_capability(server, grams), tools=texts)
 
 
-def _publisher_texts(server: ServerDef) -> list[str]:
+def publisher_texts(server: ServerDef) -> list[str]:
     """Every piece of publisher prose a card must not copy."""
     texts = [server.description]
     for tool in server.tools:

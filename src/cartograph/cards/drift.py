@@ -1,0 +1,205 @@
+"""Drift (rug pulls): does what an upstream serves still match its signed card?
+
+Run on every connect and on ``notifications/tools/list_changed``. Each
+(server, tool) gets one :class:`ToolDrift`:
+
+- ``ok``: the served definition's digest equals the card's pin;
+- ``drifted``: the digest differs; ``changed`` says which parts
+  (description / schema / output_schema / annotations / title);
+- ``unattested``: served upstream but no verified card covers it (P-CARD-4);
+- ``missing``: in the card but no longer served.
+
+Pins are looked up by (server, tool) only, so a definition swapped between
+two tools, or moved to another server, never matches a pin (P-CARD-3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from cartograph.cards.digest import tool_digest, tool_pins
+from cartograph.cards.model import Pins, ToolCard
+from cartograph.cards.verified import VerifiedCards
+from cartograph.catalog.model import Catalog, ServerDef, ToolDef
+from cartograph.errors import DriftError
+
+DriftStatus = Literal["ok", "drifted", "unattested", "missing"]
+_PARTS: Final = (
+    ("description", "description"),
+    ("input_schema", "schema"),
+    ("output_schema", "output_schema"),
+    ("annotations", "annotations"),
+    ("title", "title"),
+)
+
+
+def reattest_command(server: str) -> str:
+    return f"cartograph bootstrap --server {server}"
+
+
+@dataclass(frozen=True)
+class ToolDrift:
+    server: str
+    tool: str
+    status: DriftStatus
+    changed: tuple[str, ...] = ()
+
+    @property
+    def exposed(self) -> bool:
+        """Only ``ok`` tools reach ``discover`` and ``call``."""
+        return self.status == "ok"
+
+    def error(self) -> DriftError:
+        """The refusal for a call to this tool; names server, tool, change and the fix."""
+        fix = reattest_command(self.server)
+        if self.status == "drifted":
+            what = ", ".join(self.changed) or "definition"
+            message = (
+                f"tool {self.tool!r} on server {self.server!r} drifted since attestation "
+                f"({what} changed); review the change with `cartograph cards diff`, "
+                f"then re-attest with `{fix}`"
+            )
+            code = "tool_drifted"
+        elif self.status == "unattested":
+            message = (
+                f"tool {self.tool!r} on server {self.server!r} is not covered by a signed "
+                f"card; attest it with `{fix}`"
+            )
+            code = "tool_unattested"
+        else:
+            message = (
+                f"tool {self.tool!r} is in {self.server!r}'s card but the server no longer "
+                f"serves it; re-attest with `{fix}`"
+            )
+            code = "tool_missing"
+        return DriftError(
+            message,
+            code=code,
+            server=self.server,
+            tool=self.tool,
+            changed=list(self.changed),
+            command=fix,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "tool": self.tool,
+            "status": self.status,
+            "changed": list(self.changed),
+        }
+
+
+@dataclass(frozen=True)
+class DriftReport:
+    entries: tuple[ToolDrift, ...] = ()
+    _by_key: dict[tuple[str, str], ToolDrift] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        self._by_key.update({(e.server, e.tool): e for e in self.entries})
+
+    def __iter__(self) -> Iterator[ToolDrift]:
+        return iter(self.entries)
+
+    def get(self, server: str, tool: str) -> ToolDrift | None:
+        return self._by_key.get((server, tool))
+
+    def check(self, server: str, tool: str) -> None:
+        """Raise the :class:`DriftError` for a tool that must not be served."""
+        entry = self.get(server, tool)
+        if entry is None:
+            entry = ToolDrift(server, tool, "unattested")
+        if not entry.exposed:
+            raise entry.error()
+
+    @property
+    def clean(self) -> bool:
+        return all(e.status == "ok" for e in self.entries)
+
+    def with_status(self, *statuses: DriftStatus) -> list[ToolDrift]:
+        return [e for e in self.entries if e.status in statuses]
+
+    @property
+    def blocked(self) -> frozenset[tuple[str, str]]:
+        """(server, tool) pairs to hide from discover and refuse in call."""
+        return frozenset(
+            (e.server, e.tool) for e in self.entries if e.status in ("drifted", "unattested")
+        )
+
+    @property
+    def exposed(self) -> frozenset[tuple[str, str]]:
+        return frozenset((e.server, e.tool) for e in self.entries if e.exposed)
+
+    def for_server(self, server: str) -> list[ToolDrift]:
+        return [e for e in self.entries if e.server == server]
+
+    def merged(self, other: DriftReport) -> DriftReport:
+        """This report with ``other``'s servers replaced (e.g. after one list_changed)."""
+        servers = {e.server for e in other.entries}
+        kept = tuple(e for e in self.entries if e.server not in servers)
+        return DriftReport(kept + other.entries)
+
+    def to_dict(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for entry in self.entries:
+            counts[entry.status] = counts.get(entry.status, 0) + 1
+        return {
+            "counts": counts,
+            "problems": [e.to_dict() for e in self.entries if e.status != "ok"],
+        }
+
+
+def check_drift(cards: VerifiedCards, catalog: Catalog) -> DriftReport:
+    """Compare every served tool with its card's pin (servers absent from ``catalog`` skipped)."""
+    entries: list[ToolDrift] = []
+    for server in catalog.servers:
+        card = cards.get(server.name)
+        if card is not None:
+            cards.ensure_intact(server.name)
+        served = {tool.name: tool for tool in server.tools}
+        for tool in server.tools:
+            pinned = card.tool(tool.name) if card is not None else None
+            entries.append(_compare(server.name, tool, pinned))
+        if card is not None:
+            entries += [
+                ToolDrift(server.name, t.name, "missing")
+                for t in card.body.tools
+                if t.name not in served
+            ]
+    return DriftReport(tuple(entries))
+
+
+def check_server_drift(cards: VerifiedCards, server: str, tools: list[ToolDef]) -> DriftReport:
+    """Drift for one server's freshly listed tools (the list_changed path)."""
+    return check_drift(cards, Catalog(servers=(ServerDef(name=server, tools=tuple(tools)),)))
+
+
+def _compare(server: str, tool: ToolDef, pinned: ToolCard | None) -> ToolDrift:
+    if pinned is None:
+        return ToolDrift(server, tool.name, "unattested")
+    if tool_digest(tool) == pinned.digest:
+        return ToolDrift(server, tool.name, "ok")
+    return ToolDrift(server, tool.name, "drifted", changed_parts(pinned.pins, tool_pins(tool)))
+
+
+def changed_parts(pinned: Pins, served: Pins) -> tuple[str, ...]:
+    changed = tuple(
+        label for attr, label in _PARTS if getattr(pinned, attr) != getattr(served, attr)
+    )
+    return changed or ("definition",)
+
+
+__all__ = [
+    "DriftReport",
+    "DriftStatus",
+    "ToolDrift",
+    "changed_parts",
+    "check_drift",
+    "check_server_drift",
+    "reattest_command",
+    "tool_digest",
+]

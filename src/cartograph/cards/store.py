@@ -1,0 +1,227 @@
+"""The card store: signed cards on disk, loaded only through verification.
+
+Layout under the state directory::
+
+    cards/<quoted server name>.card.json   one signed card per server
+    cards/accepted.json                    highest version accepted per server (P-SIG-8)
+
+Writes are atomic (P-REL-9). Loading never rewrites a card (paper §4: normal
+start-up loads cards without regenerating them); it only raises the
+accepted-version record when it sees a newer card. A card whose version is
+lower than the record's is a rollback and is refused, as is a *different*
+card reusing an accepted version number.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import quote, unquote
+
+from cartograph.cards.canonical import MAX_CARD_BYTES, canonical_bytes, loads_strict
+from cartograph.cards.model import Card
+from cartograph.cards.signing import (
+    Verification,
+    body_digest,
+    parse_card,
+    render_card,
+    verify_card,
+)
+from cartograph.cards.trust import TrustSet, load_trust
+from cartograph.cards.verified import VerifiedCards
+from cartograph.config.model import Config
+from cartograph.errors import CardError, CardFormatError, RollbackError
+from cartograph.fsutil import atomic_write_bytes
+
+CARD_SUFFIX: Final = ".card.json"
+ACCEPTED_FILE: Final = "accepted.json"
+CARDS_DIR: Final = "cards"
+TRUST_FILE: Final = "trust.toml"
+KEY_DIR: Final = "keys"
+KEY_FILE: Final = "operator.key"
+PUBLIC_SUFFIX: Final = ".pub"
+
+log = logging.getLogger(__name__)
+
+
+def card_filename(server: str) -> str:
+    """A file name that round-trips any server name (``/`` and ``..`` cannot escape)."""
+    return quote(server, safe=" -_()[]+,@").replace(".", "%2E") + CARD_SUFFIX
+
+
+def server_from_filename(name: str) -> str:
+    return unquote(name[: -len(CARD_SUFFIX)])
+
+
+@dataclass(frozen=True)
+class CardLoadReport:
+    """Which cards verified and, for every other card file, the typed reason it did not."""
+
+    verified: VerifiedCards
+    failures: Mapping[str, CardError] = field(default_factory=dict)
+
+
+class CardStore:
+    """Signed cards in ``<state_dir>/cards`` (or in a folder of cards given directly)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        direct = state_dir.name == CARDS_DIR or any(state_dir.glob(f"*{CARD_SUFFIX}"))
+        self.root = state_dir if direct else state_dir / CARDS_DIR
+
+    def path_for(self, server: str) -> Path:
+        return self.root / card_filename(server)
+
+    def servers(self) -> list[str]:
+        """Server names that have a card file, sorted."""
+        if not self.root.is_dir():
+            return []
+        return sorted(server_from_filename(p.name) for p in self.root.glob(f"*{CARD_SUFFIX}"))
+
+    def read(self, server: str) -> Card:
+        """Parse (but do not verify) ``server``'s card. Size-limited (P-REL-5)."""
+        return read_card_file(self.path_for(server))
+
+    def write(self, card: Card) -> Path:
+        """Write one card atomically and record its version as accepted."""
+        path = self.path_for(card.server)
+        atomic_write_bytes(path, render_card(card))
+        record = self.accepted()
+        record[card.server] = {"version": card.version, "digest": _digest(card)}
+        self._save_accepted(record)
+        return path
+
+    def accepted(self) -> dict[str, dict[str, Any]]:
+        """The persisted highest-accepted version (and its body digest) per server."""
+        path = self.root / ACCEPTED_FILE
+        if not path.exists():
+            return {}
+        raw = loads_strict(_read_limited(path))
+        servers = raw.get("servers") if isinstance(raw, dict) else None
+        if not isinstance(servers, dict):
+            raise CardFormatError(f"{path}: malformed accepted-versions record", code="card_shape")
+        return {str(k): dict(v) for k, v in servers.items() if isinstance(v, dict)}
+
+    def accepted_version(self, server: str) -> int:
+        entry = self.accepted().get(server, {})
+        version = entry.get("version", 0)
+        return version if isinstance(version, int) else 0
+
+    def _save_accepted(self, record: Mapping[str, Mapping[str, Any]]) -> None:
+        body = {"servers": {k: dict(record[k]) for k in sorted(record)}}
+        atomic_write_bytes(self.root / ACCEPTED_FILE, canonical_bytes(body) + b"\n")
+
+    def verify_one(self, server: str, trust: TrustSet) -> tuple[Card, Verification]:
+        """Read, verify and rollback-check one card; raise the typed reason on failure."""
+        card = self.read(server)
+        proof = verify_card(card, trust, expected_server=server)
+        self._check_rollback(card, self.accepted().get(server, {}))
+        return card, proof
+
+    def load(self, trust: TrustSet, *, servers: Iterable[str] | None = None) -> CardLoadReport:
+        """Verify every card (or those of ``servers``), collecting per-card failures."""
+        wanted = self.servers() if servers is None else list(servers)
+        verified: list[tuple[Card, Verification]] = []
+        failures: dict[str, CardError] = {}
+        for server in wanted:
+            try:
+                verified.append(self.verify_one(server, trust))
+            except CardError as exc:
+                failures[server] = exc
+        self._raise_accepted(card for card, _ in verified)
+        return CardLoadReport(VerifiedCards(verified), failures)
+
+    def load_verified(self, trust: TrustSet, *, strict: bool = True) -> VerifiedCards:
+        """Every card, verified; ``strict`` raises the first failure, else bad cards are skipped."""
+        report = self.load(trust)
+        if strict and report.failures:
+            raise next(iter(report.failures.values()))
+        for server, exc in report.failures.items():
+            log.warning("card for %s not loaded (%s): %s", server, exc.code, exc.message)
+        return report.verified
+
+    def _check_rollback(self, card: Card, entry: Mapping[str, Any]) -> None:
+        accepted = entry.get("version", 0)
+        if not isinstance(accepted, int):
+            return
+        if card.version < accepted:
+            raise RollbackError(
+                f"card for {card.server!r} is version {card.version}, but version {accepted} "
+                f"was already accepted (rollback); restore the newer card or re-attest with "
+                f"`cartograph bootstrap --server {card.server}`",
+                code="rollback",
+                server=card.server,
+            )
+        if card.version == accepted and entry.get("digest") not in (None, _digest(card)):
+            raise RollbackError(
+                f"card for {card.server!r} reuses accepted version {accepted} with different "
+                f"content; re-attest with `cartograph bootstrap --server {card.server}`",
+                code="version_reused",
+                server=card.server,
+            )
+
+    def _raise_accepted(self, cards: Iterable[Card]) -> None:
+        record = self.accepted()
+        changed = False
+        for card in cards:
+            entry = record.get(card.server, {})
+            if card.version > int(entry.get("version", 0) or 0):
+                record[card.server] = {"version": card.version, "digest": _digest(card)}
+                changed = True
+        if changed:
+            self._save_accepted(record)
+
+
+def _digest(card: Card) -> str:
+    return body_digest(card.body)
+
+
+def read_card_file(path: Path) -> Card:
+    return parse_card(_read_limited(path))
+
+
+def _read_limited(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError as exc:
+        raise CardError(
+            f"{path}: no card; run `cartograph bootstrap`", code="card_missing"
+        ) from exc
+    if size > MAX_CARD_BYTES:
+        raise CardFormatError(
+            f"{path}: card file is {size} bytes, over the {MAX_CARD_BYTES} byte limit",
+            code="card_too_large",
+        )
+    with path.open("rb") as handle:
+        return handle.read(MAX_CARD_BYTES + 1)
+
+
+def trust_path(config: Config) -> Path:
+    return config.cards.trust or config.state_dir / TRUST_FILE
+
+
+def key_path(config: Config) -> Path:
+    return config.cards.key or config.state_dir / KEY_DIR / KEY_FILE
+
+
+def public_key_path(private: Path) -> Path:
+    return private.with_name(private.name + PUBLIC_SUFFIX)
+
+
+def load_report_for_config(config: Config) -> CardLoadReport:
+    """Verify the configured servers' cards against the configured trust set."""
+    store = CardStore(config.state_dir)
+    names = [s.name for s in config.enabled_servers] or None
+    present = set(store.servers())
+    wanted = [n for n in names if n in present] if names is not None else None
+    return store.load(load_trust(trust_path(config)), servers=wanted)
+
+
+def load_verified_for_config(config: Config) -> VerifiedCards:
+    """What start-up uses: verified cards only; failures are logged and left out."""
+    report = load_report_for_config(config)
+    for server, exc in report.failures.items():
+        log.warning("card for %s not loaded (%s): %s", server, exc.code, exc.message)
+    return report.verified

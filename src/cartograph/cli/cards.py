@@ -1,0 +1,370 @@
+"""`keys init|list|trust|revoke`, `bootstrap`, `cards verify|show|diff`.
+
+Key and trust paths come from ``[cards] key`` / ``[cards] trust`` in the
+config, defaulting to ``<state_dir>/keys/operator.key`` and
+``<state_dir>/trust.toml``. Cards live in ``<state_dir>/cards``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.config.model import Config
+from cartograph.errors import CardError, ConfigError, KeyFileError
+
+keys_app = typer.Typer(help="Operator signing keys and the trust set.", no_args_is_help=True)
+cards_app = typer.Typer(help="Inspect and verify signed capability cards.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+app.add_typer(cards_app, name="cards")
+
+StateDirOption = Annotated[
+    Path | None, typer.Option("--state-dir", help="State directory (default: config state_dir).")
+]
+ServerOption = Annotated[
+    list[str] | None,
+    typer.Option("--server", "-s", help="Only this server (repeatable)."),
+]
+
+
+def _config(config_path: Path | None, state_dir: Path | None, *, required: bool = False) -> Config:
+    """Load the config; without a config file, defaults (for --catalog and keys work)."""
+    from cartograph.config.loader import load_config
+
+    path = resolve_config_path(config_path)
+    if path.exists():
+        config = load_config(path)
+    elif required or config_path is not None:
+        raise ConfigError(f"{path}: config file not found; pass --config", code="config_missing")
+    else:
+        config = Config()
+    if state_dir is not None:
+        config = config.model_copy(update={"state_dir": state_dir})
+    return config
+
+
+@keys_app.command("init")
+def keys_init(
+    config: ConfigOption = None,
+    state_dir: StateDirOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing key.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Create the operator's Ed25519 key pair and add it to the trust set."""
+    from cartograph.cards.keys import SigningKey, write_private_key, write_public_key
+    from cartograph.cards.store import key_path, public_key_path, trust_path
+    from cartograph.cards.trust import TrustedKey, load_trust, save_trust
+
+    cfg = _config(config, state_dir)
+    private = key_path(cfg)
+    if private.exists() and not force:
+        raise KeyFileError(
+            f"{private}: a key already exists; pass --force to replace it (old cards will "
+            "then need re-attesting, or keep the old key in the trust set during rotation)",
+            code="key_exists",
+        )
+    key = SigningKey.generate()
+    private.parent.mkdir(parents=True, exist_ok=True)
+    private.parent.chmod(0o700)
+    write_private_key(key, private)
+    write_public_key(key.public, public_key_path(private))
+    trust_file = trust_path(cfg)
+    save_trust(
+        load_trust(trust_file).with_key(TrustedKey(key.public, label="operator")), trust_file
+    )
+    info = {
+        "key_id": key.key_id,
+        "private_key": str(private),
+        "public_key": str(public_key_path(private)),
+        "trust": str(trust_file),
+    }
+    if json_out:
+        print_json(info)
+        return
+    for name, value in info.items():
+        stdout.print(f"{name:12} {value}", highlight=False)
+
+
+@keys_app.command("list")
+def keys_list(
+    config: ConfigOption = None, state_dir: StateDirOption = None, json_out: JsonOption = False
+) -> None:
+    """The trust set: trusted keys, their server scopes, and revocations."""
+    from cartograph.cards.store import trust_path
+    from cartograph.cards.trust import load_trust
+
+    trust = load_trust(trust_path(_config(config, state_dir)))
+    rows = [
+        [k.key_id, ", ".join(k.servers), k.label, "revoked" if k.key_id in trust.revoked else ""]
+        for k in trust.keys
+    ]
+    rows += [
+        [kid, "", "", "revoked"] for kid in sorted(trust.revoked - {k.key_id for k in trust.keys})
+    ]
+    if json_out:
+        print_json(
+            [dict(zip(["key_id", "servers", "label", "status"], r, strict=True)) for r in rows]
+        )
+        return
+    print_table("trust set", ["key id", "servers", "label", "status"], rows)
+
+
+@keys_app.command("trust")
+def keys_trust(
+    public_key: Annotated[Path, typer.Argument(help="Public key file (from keys init).")],
+    server: Annotated[
+        list[str] | None, typer.Option("--server", help="Server name pattern it may attest.")
+    ] = None,
+    label: Annotated[str, typer.Option("--label")] = "",
+    config: ConfigOption = None,
+    state_dir: StateDirOption = None,
+) -> None:
+    """Add another operator's public key to the trust set, scoped to server patterns."""
+    from cartograph.cards.keys import load_public_key
+    from cartograph.cards.store import trust_path
+    from cartograph.cards.trust import TrustedKey, load_trust, save_trust
+
+    path = trust_path(_config(config, state_dir))
+    key = load_public_key(public_key)
+    scopes = tuple(server or ["*"])
+    save_trust(load_trust(path).with_key(TrustedKey(key, scopes, label)), path)
+    stdout.print(f"trusted {key.key_id} for {', '.join(scopes)}", highlight=False)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="Key id to revoke.")],
+    config: ConfigOption = None,
+    state_dir: StateDirOption = None,
+) -> None:
+    """Revoke a key: cards it signed stop verifying, even with valid signatures."""
+    from cartograph.cards.store import trust_path
+    from cartograph.cards.trust import load_trust, save_trust
+
+    path = trust_path(_config(config, state_dir))
+    save_trust(load_trust(path).revoke(key_id), path)
+    stdout.print(f"revoked {key_id}", highlight=False)
+
+
+def _generator(cfg: Config, name: str | None) -> Any:
+    from cartograph.cards.generators.llm import LLMGenerator
+    from cartograph.cards.generators.template import TemplateGenerator
+    from cartograph.cards.overrides import OverridingGenerator, load_overrides
+
+    choice = name or cfg.cards.generator
+    if choice not in ("template", "llm"):
+        raise ConfigError(f"--generator {choice!r}: use template or llm", code="bad_generator")
+    base: Any = LLMGenerator(cfg.cards.llm) if choice == "llm" else TemplateGenerator()
+    return OverridingGenerator(base, load_overrides(cfg.cards.overrides))
+
+
+@app.command()
+def bootstrap(
+    server: ServerOption = None,
+    generator: Annotated[
+        str | None, typer.Option("--generator", help="template (default) or llm.")
+    ] = None,
+    config: ConfigOption = None,
+    catalog: CatalogOption = None,
+    state_dir: StateDirOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Connect, list, generate, sign and write cards; unchanged servers are left untouched."""
+    from cartograph.cards.bootstrap import attest_catalog
+    from cartograph.cards.keys import load_private_key
+    from cartograph.cards.overrides import load_overrides
+    from cartograph.cards.store import CardStore, key_path, trust_path
+    from cartograph.cards.trust import load_trust
+    from cartograph.catalog.model import Catalog
+    from cartograph.upstream.federation import load_catalog_for
+
+    cfg = _config(config, state_dir)
+    key = load_private_key(key_path(cfg))
+    started = time.perf_counter()
+    federation: Catalog = anyio.run(load_catalog_for, cfg, catalog)
+    connected = time.perf_counter()
+    only = set(server) if server else None
+    if only is not None:
+        unknown = sorted(only - {s.name for s in federation.servers})
+        if unknown:
+            raise ConfigError(
+                f"--server {', '.join(unknown)}: not in the federation (or it failed to connect)",
+                code="unknown_server",
+            )
+    todo = [s for s in federation.servers if only is None or s.name in only]
+    with _progress() as bar:
+        task = bar.add_task("attesting", total=len(todo))
+        result = attest_catalog(
+            federation,
+            store=CardStore(cfg.state_dir),
+            key=key,
+            generator=_generator(cfg, generator),
+            overrides=load_overrides(cfg.cards.overrides),
+            configs={s.name: s for s in cfg.servers},
+            only=only,
+            progress=lambda _name: bar.advance(task),
+        )
+    finished = time.perf_counter()
+    if key.key_id not in {k.key_id for k in load_trust(trust_path(cfg)).keys}:
+        stderr.print(
+            "[yellow]warning[/]: the signing key is not in the trust set, so start-up will not "
+            "load these cards; run `cartograph keys init` or `cartograph keys trust`",
+            highlight=False,
+        )
+    _print_bootstrap(result.outcomes, connected - started, finished - connected, json_out)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    )
+
+
+def _print_bootstrap(outcomes: Any, connect_s: float, attest_s: float, json_out: bool) -> None:
+    rows = [[o.server, o.outcome, o.version, o.tools, o.reason] for o in outcomes]
+    if json_out:
+        print_json(
+            {
+                "servers": [
+                    dict(zip(["server", "outcome", "version", "tools", "reason"], r, strict=True))
+                    for r in rows
+                ],
+                "connect_seconds": round(connect_s, 3),
+                "attest_seconds": round(attest_s, 3),
+            }
+        )
+        return
+    print_table("bootstrap", ["server", "outcome", "version", "tools", "reason"], rows)
+    stdout.print(
+        f"connect+list {connect_s:.2f}s, generate+sign+write {attest_s:.2f}s", highlight=False
+    )
+
+
+@cards_app.command("verify")
+def cards_verify(
+    config: ConfigOption = None, state_dir: StateDirOption = None, json_out: JsonOption = False
+) -> None:
+    """Verify every card on disk; exit 1 naming each card that fails and why."""
+    from cartograph.cards.store import CardStore, trust_path
+    from cartograph.cards.trust import load_trust
+
+    cfg = _config(config, state_dir)
+    store = CardStore(cfg.state_dir)
+    report = store.load(load_trust(trust_path(cfg)))
+    rows: list[list[Any]] = [
+        [s, "ok", report.verified[s].version, report.verified.signer(s)[:16], ""]
+        for s in report.verified
+    ]
+    rows += [[s, exc.code, "", "", exc.message] for s, exc in report.failures.items()]
+    rows.sort(key=lambda r: str(r[0]))
+    if json_out:
+        print_json(
+            [
+                dict(zip(["server", "status", "version", "signer", "reason"], r, strict=True))
+                for r in rows
+            ]
+        )
+    else:
+        print_table(
+            f"cards in {store.root}", ["server", "status", "version", "signer", "reason"], rows
+        )
+    if report.failures or not rows:
+        if not rows:
+            stderr.print(f"no cards in {store.root}; run `cartograph bootstrap`", highlight=False)
+        raise typer.Exit(1)
+
+
+@cards_app.command("show")
+def cards_show(
+    server: Annotated[str, typer.Argument(help="Server whose card to show.")],
+    config: ConfigOption = None,
+    state_dir: StateDirOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Show one verified card: identity, capability, and every tool's text."""
+    from cartograph.cards.store import CardStore, trust_path
+    from cartograph.cards.trust import load_trust
+
+    cfg = _config(config, state_dir)
+    store = CardStore(cfg.state_dir)
+    if server not in store.servers():
+        raise CardError(
+            f"no card for {server!r} in {store.root}; run `cartograph bootstrap --server {server}`",
+            code="card_missing",
+        )
+    card, proof = store.verify_one(server, load_trust(trust_path(cfg)))
+    if json_out:
+        print_json(card.json_dict())
+        return
+    body = card.body
+    stdout.print(
+        f"[bold]{body.identity.server}[/] v{body.version} — signed by {proof.key_id[:16]}…"
+    )
+    stdout.print(f"{body.identity.transport} {body.identity.endpoint}", highlight=False)
+    stdout.print(body.capability.summary, highlight=False)
+    prov = body.provenance
+    stdout.print(
+        f"[dim]{prov.generator} {prov.generator_version} {prov.model or ''} {prov.created_at}[/]"
+    )
+    print_table(
+        "tools",
+        ["tool", "description", "example"],
+        [[t.name, t.description, _compact(t.example)] for t in body.tools],
+    )
+
+
+def _compact(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@cards_app.command("diff")
+def cards_diff(
+    config: ConfigOption = None,
+    catalog: CatalogOption = None,
+    state_dir: StateDirOption = None,
+    exit_code: Annotated[
+        bool, typer.Option("--exit-code", help="Exit 1 when anything differs.")
+    ] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """What changed upstream since attestation: drifted, new, and missing tools."""
+    from cartograph.cards.drift import check_drift
+    from cartograph.cards.store import CardStore, trust_path
+    from cartograph.cards.trust import load_trust
+    from cartograph.upstream.federation import load_catalog_for
+
+    cfg = _config(config, state_dir)
+    report = CardStore(cfg.state_dir).load(load_trust(trust_path(cfg)))
+    federation = anyio.run(load_catalog_for, cfg, catalog)
+    drift = check_drift(report.verified, federation)
+    problems = [e for e in drift if e.status != "ok"]
+    rows = [[e.server, e.tool, e.status, ", ".join(e.changed)] for e in problems]
+    rows += [[s, "*", f"card not loaded ({exc.code})", ""] for s, exc in report.failures.items()]
+    if json_out:
+        print_json(
+            {
+                "drift": drift.to_dict(),
+                "card_failures": {s: e.to_dict() for s, e in report.failures.items()},
+            }
+        )
+    elif rows:
+        print_table("changes since attestation", ["server", "tool", "status", "changed"], rows)
+        stdout.print("re-attest with `cartograph bootstrap --server SERVER`", highlight=False)
+    else:
+        stdout.print("no changes since attestation", highlight=False)
+    if exit_code and rows:
+        raise typer.Exit(1)
