@@ -1,0 +1,151 @@
+"""``discover``: the top-k verified tools for a task, ready for an agent to call.
+
+Each tool comes with what an agent needs to call it (the operator's
+description, the input schema compacted losslessly, a usage example) and
+where that text came from (card version, signing key, generator). Every card
+is re-checked against its verified digest before its text is served (P-SIG-3).
+
+**Abstention.** When even the closest tool is far from the task, returning
+five confident-looking tools invites a wrong call. The confidence signal is
+the best raw cosine between the task (or any of its steps) and any tool
+vector, which, unlike the per-query normalised fused scores, means the same
+thing from query to query. Below the calibrated threshold discover says so
+plainly and returns only the closest few with a hint.
+:func:`cartograph.eval.calibrate.calibrate_abstention` derives the threshold
+from a labelled query set (see ``docs/retrieval.md``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from cartograph.cards.verified import VerifiedCards
+from cartograph.errors import RetrievalError
+from cartograph.index.rankers.base import QueryContext
+from cartograph.index.schema_compact import compact_schema
+from cartograph.index.tool_index import ToolIndex
+
+DEFAULT_K: Final = 5
+# Calibrated on LiveMCPBench with the shipped MiniLM (docs/retrieval.md).
+DEFAULT_ABSTAIN_THRESHOLD: Final = 0.30
+ABSTAIN_SHOWN: Final = 3
+ABSTAIN_HINT: Final = (
+    "No tool fits this task well. The closest tools are listed, but check them before "
+    "calling. Rephrase the task as one concrete step (what to do to what), or run "
+    "`cartograph status` to see servers that are down or tools hidden by drift."
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ToolProvenance(_Frozen):
+    card_version: int
+    key_id: str
+    generator: str
+    generator_version: str
+    verified: bool
+
+
+class DiscoveredTool(_Frozen):
+    server: str
+    tool: str
+    description: str
+    input_schema: dict[str, Any]
+    example: dict[str, Any]
+    score: float
+    provenance: ToolProvenance
+
+
+class DiscoverResult(_Frozen):
+    """What ``discover`` returns: ranked tools, or an abstention with a hint."""
+
+    task: str
+    method: str
+    tools: list[DiscoveredTool]
+    abstained: bool = False
+    confidence: float
+    hint: str | None = None
+
+    def to_text(self) -> str:
+        """A compact rendering for an agent's context (fewer tokens than JSON)."""
+        lines: list[str] = []
+        if self.abstained and self.hint:
+            lines.append(self.hint)
+        for rank, t in enumerate(self.tools, start=1):
+            lines.append(f"{rank}. {t.server} / {t.tool} (score {t.score:.2f})")
+            lines.append(f"   {t.description}")
+            lines.append(f"   args: {_dumps(t.input_schema)}")
+            if t.example:
+                lines.append(f"   example: {_dumps(t.example)}")
+        if not self.tools:
+            lines.append("No tools are available.")
+        return "\n".join(lines)
+
+
+def discover(
+    index: ToolIndex,
+    cards: VerifiedCards,
+    task: str,
+    k: int = DEFAULT_K,
+    method: str | None = None,
+    *,
+    threshold: float = DEFAULT_ABSTAIN_THRESHOLD,
+) -> DiscoverResult:
+    """The top ``k`` tools for ``task``, or an abstention when nothing fits."""
+    ctx = index.context(task)
+    ranked = index.rank(ctx, k, method=method)
+    confidence = task_confidence(ctx) if index.size else 0.0
+    abstained = confidence < threshold
+    shown = ranked[: min(k, ABSTAIN_SHOWN)] if abstained else ranked
+    entries = index.corpus.entries
+    tools = [_tool(cards, entries[i].server, entries[i].tool, score) for i, score in shown]
+    return DiscoverResult(
+        task=task,
+        method=method or index.default_method,
+        tools=tools,
+        abstained=abstained,
+        confidence=round(confidence, 4),
+        hint=ABSTAIN_HINT if abstained else None,
+    )
+
+
+def task_confidence(ctx: QueryContext) -> float:
+    """Best raw cosine of the task, or any of its steps, to any tool."""
+    sims = ctx.vectors() @ ctx.corpus.tool_vectors.T
+    return float(np.max(sims)) if sims.size else 0.0
+
+
+def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> DiscoveredTool:
+    card = cards.ensure_intact(server)
+    tool_card = card.body.tool(tool)
+    if tool_card is None:  # the index was built from these cards; a mismatch is a bug
+        raise RetrievalError(
+            f"{server}/{tool} is indexed but not on its verified card; rebuild the index",
+            code="index_stale",
+        )
+    prov = card.body.provenance
+    return DiscoveredTool(
+        server=server,
+        tool=tool,
+        description=tool_card.description,
+        input_schema=compact_schema(tool_card.input_schema, tool=tool),
+        example=tool_card.example,
+        score=round(score, 4),
+        provenance=ToolProvenance(
+            card_version=prov.card_version,
+            key_id=cards.signer(server),
+            generator=prov.generator,
+            generator_version=prov.generator_version,
+            verified=True,
+        ),
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
