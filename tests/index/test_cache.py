@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cartograph.index import cache as cache_module
 from cartograph.index.cache import MAX_SEGMENTS, EmbeddingCache, text_key
 from cartograph.index.embedders import FakeEmbedder
 from cartograph.index.embedders.base import Vectors
@@ -80,8 +81,8 @@ def test_corrupt_segment_is_ignored_and_its_texts_reembedded(tmp_path: Path) -> 
     cache = EmbeddingCache(tmp_path)
     embedder = CountingEmbedder()
     cache.embed_cached(embedder, ["alpha", "beta"])
-    for segment in cache.folder_for(embedder.model_id).glob("seg-*.npz"):
-        segment.write_bytes(b"not a zip file")
+    for segment in cache.folder_for(embedder.model_id).glob("seg-*.bin"):
+        segment.write_bytes(b"CGEMB1\x00\x00 truncated")
     again = CountingEmbedder()
     vectors = EmbeddingCache(tmp_path).embed_cached(again, ["alpha", "beta"])
     assert again.seen == ["alpha", "beta"]
@@ -103,7 +104,7 @@ def test_many_small_writes_are_compacted_without_losing_vectors(tmp_path: Path) 
     for text in texts:
         cache.embed_cached(embedder, [text])
     folder = cache.folder_for(embedder.model_id)
-    assert len(list(folder.glob("seg-*.npz"))) <= MAX_SEGMENTS
+    assert len(list(folder.glob("seg-*.bin"))) <= MAX_SEGMENTS
     fresh = CountingEmbedder()
     vectors = EmbeddingCache(tmp_path).embed_cached(fresh, texts)
     assert fresh.seen == []
@@ -119,7 +120,7 @@ def test_large_miss_sets_are_flushed_in_segments_and_report_progress(tmp_path: P
         embedder, texts, batch_size=3, flush_every=4, progress=lambda d, t: calls.append((d, t))
     )
     assert calls == [(3, 10), (6, 10), (9, 10), (10, 10)]
-    assert len(list(cache.folder_for(embedder.model_id).glob("seg-*.npz"))) == 2
+    assert len(list(cache.folder_for(embedder.model_id).glob("seg-*.bin"))) == 2
 
 
 def test_empty_input_returns_an_empty_matrix_of_the_model_width(tmp_path: Path) -> None:
@@ -131,3 +132,16 @@ def test_empty_input_returns_an_empty_matrix_of_the_model_width(tmp_path: Path) 
 def test_text_key_is_the_sha256_of_utf8_text() -> None:
     expected = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert text_key("abc").hex() == expected
+
+
+def test_vectors_are_read_back_correctly_across_chunk_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "READ_CHUNK_ROWS", 3)
+    texts = [f"chunked text {i}" for i in range(11)]
+    EmbeddingCache(tmp_path).embed_cached(CountingEmbedder(), texts)
+    shuffled = texts[::-1][::2] + texts[1::3]
+    fresh = CountingEmbedder()
+    vectors = EmbeddingCache(tmp_path).embed_cached(fresh, shuffled)
+    assert fresh.seen == []
+    np.testing.assert_array_equal(vectors, FakeEmbedder(64).embed(shuffled))

@@ -4,12 +4,16 @@ Embedding 100k tool texts takes minutes on two cores, while the texts behind
 them (verified card text) rarely change. The cache makes a restart, or a
 rebuild after one card changed, embed only the texts it has never seen.
 
-Layout: ``<state_dir>/embeddings/<model>/seg-<digest>.npz``, one folder per
-model id, holding append-only *segments*. Each segment is an ``.npz`` with
-``keys`` (N × 32 raw sha256 digests) and ``vectors`` (N × dim float32), written
-in one atomic step (P-REL-9), so a crash leaves whole segments or none, never
-a half-written pair of files. Many small segments are merged into one once
-there are more than :data:`MAX_SEGMENTS`.
+Layout: ``<state_dir>/embeddings/<model>/seg-<digest>.bin``, one folder per
+model id, holding append-only *segments*. A segment is one file, written in
+one atomic step (P-REL-9), so a crash leaves whole segments or none::
+
+    magic "CGEMB1\\0\\0" | uint32 dim | uint32 count | count × 32-byte sha256 | count × dim float32
+
+Only the keys are held in memory; vectors are read from disk in bounded
+chunks straight into the caller's matrix, so serving 100k cached vectors costs
+one copy of them, not two. Once there are more than :data:`MAX_SEGMENTS`,
+every segment but the largest is merged, which keeps merges small.
 
 The cache is only an accelerator: a segment that cannot be read, or whose
 shape does not fit the model, is ignored (its texts are embedded again), and
@@ -20,16 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import re
-import zipfile
-from collections.abc import Callable, Iterable, Sequence
+import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import numpy as np
-import numpy.typing as npt
 
 from cartograph.fsutil import atomic_write_bytes
 from cartograph.index.embedders.base import Embedder, Vectors
@@ -38,8 +40,13 @@ CACHE_DIRNAME: Final = "embeddings"
 DEFAULT_BATCH_SIZE: Final = 64
 # Write a segment at least this often while embedding a large miss set, so an
 # interrupted 15-minute build keeps most of its work.
-DEFAULT_FLUSH_EVERY: Final = 2048
-MAX_SEGMENTS: Final = 16
+DEFAULT_FLUSH_EVERY: Final = 8192
+MAX_SEGMENTS: Final = 32
+READ_CHUNK_ROWS: Final = 4096
+
+_MAGIC: Final = b"CGEMB1\x00\x00"
+_HEADER: Final = struct.Struct("<8sII")
+_KEY_BYTES: Final = 32
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` over the texts that needed embedding."""
@@ -62,62 +69,118 @@ class CacheStats:
     misses: int = 0
 
 
+@dataclass(frozen=True)
+class _Segment:
+    path: Path
+    count: int
+
+    def vectors_offset(self) -> int:
+        return _HEADER.size + self.count * _KEY_BYTES
+
+
 class _ModelStore:
-    """The loaded segments of one model id: digest -> vector."""
+    """One model id's segments: an in-memory key index over vectors kept on disk."""
 
     def __init__(self, folder: Path, dim: int) -> None:
         self.folder = folder
         self.dim = dim
-        self.rows: dict[bytes, npt.NDArray[np.float32]] = {}
-        self.segments: list[Path] = []
-        for path in sorted(folder.glob("seg-*.npz")):
-            if self._load_segment(path):
-                self.segments.append(path)
+        self.where: dict[bytes, tuple[int, int]] = {}  # key -> (segment, row)
+        self.segments: list[_Segment] = []
+        for path in sorted(folder.glob("seg-*.bin")):
+            self._open_segment(path)
 
-    def _load_segment(self, path: Path) -> bool:
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                keys, vectors = data["keys"], data["vectors"]
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
-            return False
-        if keys.ndim != 2 or keys.shape[1] != 32 or vectors.shape != (len(keys), self.dim):
-            return False
-        vectors = vectors.astype(np.float32, copy=False)
-        for key, vector in zip(keys, vectors, strict=True):
-            self.rows[key.tobytes()] = vector
-        return True
+    def _open_segment(self, path: Path) -> None:
+        keys = _read_keys(path, self.dim)
+        if keys is None:
+            return
+        number = len(self.segments)
+        self.segments.append(_Segment(path, len(keys)))
+        for row, key in enumerate(keys):
+            self.where[key] = (number, row)
+
+    def gather(self, keys: Sequence[bytes], out: Vectors) -> None:
+        """Fill ``out[i]`` with the stored vector of ``keys[i]`` (all must be present)."""
+        wanted: dict[int, list[tuple[int, int]]] = {}
+        for position, key in enumerate(keys):
+            segment, row = self.where[key]
+            wanted.setdefault(segment, []).append((row, position))
+        for segment, pairs in wanted.items():
+            _read_rows(self.segments[segment], self.dim, pairs, out)
 
     def add(self, keys: Sequence[bytes], vectors: Vectors) -> None:
-        if not keys:
-            return
-        for key, vector in zip(keys, vectors, strict=True):
-            self.rows[key] = vector
-        self.segments.append(self._write_segment(keys, vectors))
+        if keys:
+            self._open_written(_write_segment(self.folder, keys, vectors))
         if len(self.segments) > MAX_SEGMENTS:
-            self._compact()
+            self._merge_small()
 
-    def _write_segment(self, keys: Iterable[bytes], vectors: Vectors) -> Path:
-        key_list = list(keys)
-        key_array = np.frombuffer(b"".join(key_list), dtype=np.uint8).reshape(len(key_list), 32)
-        # Content-addressed name: two processes writing the same texts agree.
-        name = hashlib.sha256(key_array.tobytes()).hexdigest()[:24]
-        path = self.folder / f"seg-{name}.npz"
-        buffer = io.BytesIO()
-        np.savez(buffer, keys=key_array, vectors=np.ascontiguousarray(vectors, dtype=np.float32))
-        atomic_write_bytes(path, buffer.getvalue())
-        return path
+    def _open_written(self, path: Path) -> None:
+        known = {segment.path for segment in self.segments}
+        if path not in known:  # the same texts written twice get the same name
+            self._open_segment(path)
 
-    def _compact(self) -> None:
-        """Merge every segment into one, then drop the old ones."""
-        old = list(self.segments)
-        keys = list(self.rows)
-        merged = np.stack([self.rows[key] for key in keys]).astype(np.float32, copy=False)
-        new = self._write_segment(keys, merged)
-        for path in old:
-            if path != new:
+    def _merge_small(self) -> None:
+        """Merge every segment but the largest: bounded work, fewer files."""
+        largest = max(self.segments, key=lambda s: s.count)
+        small = [s for s in self.segments if s is not largest]
+        keys = [k for k, (seg, _) in self.where.items() if self.segments[seg] is not largest]
+        vectors = np.zeros((len(keys), self.dim), dtype=np.float32)
+        self.gather(keys, vectors)
+        merged = _write_segment(self.folder, keys, vectors)
+        for segment in small:
+            if segment.path != merged:
                 with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-        self.segments = [new]
+                    segment.path.unlink()
+        self.segments, self.where = [], {}
+        for path in (largest.path, merged):
+            self._open_segment(path)
+
+
+def _write_segment(folder: Path, keys: Sequence[bytes], vectors: Vectors) -> Path:
+    key_blob = b"".join(keys)
+    # Content-addressed name: two processes writing the same texts agree.
+    path = folder / f"seg-{hashlib.sha256(key_blob).hexdigest()[:24]}.bin"
+    body = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
+    header = _HEADER.pack(_MAGIC, vectors.shape[1], len(keys))
+    atomic_write_bytes(path, header + key_blob + body)
+    return path
+
+
+def _read_keys(path: Path, dim: int) -> list[bytes] | None:
+    """A segment's keys, or None if the file is damaged or holds another width."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_HEADER.size)
+            if len(head) != _HEADER.size:
+                return None
+            magic, seg_dim, count = _HEADER.unpack(head)
+            expected = _HEADER.size + count * (_KEY_BYTES + 4 * seg_dim)
+            if magic != _MAGIC or seg_dim != dim or path.stat().st_size != expected:
+                return None
+            blob = handle.read(count * _KEY_BYTES)
+    except OSError:
+        return None
+    return [blob[i : i + _KEY_BYTES] for i in range(0, len(blob), _KEY_BYTES)]
+
+
+def _read_rows(segment: _Segment, dim: int, pairs: list[tuple[int, int]], out: Vectors) -> None:
+    """Copy the (row -> position) pairs of one segment into ``out``, a chunk at a time."""
+    pairs.sort()
+    row_bytes = 4 * dim
+    with segment.path.open("rb") as handle:
+        start = 0
+        while start < len(pairs):
+            first = pairs[start][0]
+            stop = start
+            while stop < len(pairs) and pairs[stop][0] < first + READ_CHUNK_ROWS:
+                stop += 1
+            last = pairs[stop - 1][0]
+            handle.seek(segment.vectors_offset() + first * row_bytes)
+            block = np.frombuffer(handle.read((last - first + 1) * row_bytes), dtype="<f4")
+            block = block.reshape(last - first + 1, dim)
+            rows = np.fromiter((r - first for r, _ in pairs[start:stop]), dtype=np.int64)
+            positions = np.fromiter((p for _, p in pairs[start:stop]), dtype=np.int64)
+            out[positions] = block[rows]
+            start = stop
 
 
 class EmbeddingCache:
@@ -154,12 +217,12 @@ class EmbeddingCache:
         """
         store = self._store(embedder)
         keys = [text_key(text) for text in texts]
-        missing = _unique_missing(keys, texts, store.rows)
+        missing = _unique_missing(keys, texts, store.where)
         self.last = CacheStats(hits=len(texts) - len(missing), misses=len(missing))
-        self._embed_missing(embedder, store, missing, batch_size, flush_every, progress)
-        if not texts:
-            return np.zeros((0, embedder.dim), dtype=np.float32)
-        return np.stack([store.rows[key] for key in keys]).astype(np.float32, copy=False)
+        _embed_missing(embedder, store, missing, batch_size, flush_every, progress)
+        out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+        store.gather(keys, out)
+        return out
 
     def _store(self, embedder: Embedder) -> _ModelStore:
         store = self._stores.get(embedder.model_id)
@@ -168,34 +231,34 @@ class EmbeddingCache:
             self._stores[embedder.model_id] = store
         return store
 
-    @staticmethod
-    def _embed_missing(
-        embedder: Embedder,
-        store: _ModelStore,
-        missing: dict[bytes, str],
-        batch_size: int,
-        flush_every: int,
-        progress: ProgressCallback | None,
-    ) -> None:
-        items = list(missing.items())
-        total = len(items)
-        pending_keys: list[bytes] = []
-        pending: list[Vectors] = []
-        for start in range(0, total, batch_size):
-            chunk = items[start : start + batch_size]
-            pending.append(embedder.embed([text for _, text in chunk]))
-            pending_keys.extend(key for key, _ in chunk)
-            if len(pending_keys) >= flush_every:
-                store.add(pending_keys, np.concatenate(pending))
-                pending_keys, pending = [], []
-            if progress is not None:
-                progress(min(start + batch_size, total), total)
-        if pending_keys:
+
+def _embed_missing(
+    embedder: Embedder,
+    store: _ModelStore,
+    missing: dict[bytes, str],
+    batch_size: int,
+    flush_every: int,
+    progress: ProgressCallback | None,
+) -> None:
+    items = list(missing.items())
+    total = len(items)
+    pending_keys: list[bytes] = []
+    pending: list[Vectors] = []
+    for start in range(0, total, batch_size):
+        chunk = items[start : start + batch_size]
+        pending.append(embedder.embed([text for _, text in chunk]))
+        pending_keys.extend(key for key, _ in chunk)
+        if len(pending_keys) >= flush_every:
             store.add(pending_keys, np.concatenate(pending))
+            pending_keys, pending = [], []
+        if progress is not None:
+            progress(min(start + batch_size, total), total)
+    if pending_keys:
+        store.add(pending_keys, np.concatenate(pending))
 
 
 def _unique_missing(
-    keys: Sequence[bytes], texts: Sequence[str], known: dict[bytes, npt.NDArray[np.float32]]
+    keys: Sequence[bytes], texts: Sequence[str], known: dict[bytes, tuple[int, int]]
 ) -> dict[bytes, str]:
     missing: dict[bytes, str] = {}
     for key, text in zip(keys, texts, strict=True):
