@@ -1,0 +1,292 @@
+"""``cartograph servers | tools | snapshot | demo``: the federation as the operator sees it.
+
+``servers`` connects to every enabled upstream concurrently and reports each
+one; ``tools`` lists what they serve; ``snapshot`` writes the whole
+federation's ``tools/list`` as a ``catalog.json``; ``demo`` runs the main job
+on the bundled demo federation. Every command reads ``--catalog`` instead of
+live servers where that makes sense.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import anyio
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cartograph.catalog.model import Catalog
+from cartograph.catalog.snapshot import load_catalog, save_catalog
+from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.config.loader import load_config
+from cartograph.config.model import Config
+from cartograph.errors import CartographError
+from cartograph.upstream.federation import FederationResult, ServerReport, connect_federation
+from cartograph.upstream.loopback import everything_available, everything_over_http
+
+DESCRIPTION_WIDTH: Final = 80
+DEMO_CONFIG: Final = Path("demo/cartograph.toml")
+
+
+def _config(path: Path | None) -> Config:
+    return load_config(resolve_config_path(path))
+
+
+@contextmanager
+def connect_progress(total: int) -> Iterator[Callable[[ServerReport], None]]:
+    """A stderr progress bar advanced once per server; yields the federation callback."""
+    columns = (
+        TextColumn("connecting"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    )
+    with Progress(*columns, console=stderr, transient=True) as progress:
+        task = progress.add_task("", total=total)
+
+        def advance(report: ServerReport) -> None:
+            mark = "✓" if report.status == "connected" else "✗"
+            progress.update(task, advance=1, description=f"{mark} {report.name}")
+
+        yield advance
+
+
+async def connect_live(config: Config) -> FederationResult:
+    """Connect to the federation with a progress bar on stderr (callers close the result)."""
+    with connect_progress(len(config.enabled_servers)) as advance:
+        return await connect_federation(config, progress=advance)
+
+
+def federation_catalog(config: Config, catalog: Path | None) -> Catalog:
+    """The catalog a command should use: ``--catalog``, ``config.catalog``, else live servers."""
+    snapshot = catalog or config.catalog
+    if snapshot is not None:
+        return load_catalog(snapshot)
+
+    async def live() -> Catalog:
+        result = await connect_live(config)
+        try:
+            return result.catalog
+        finally:
+            await result.aclose()
+
+    return anyio.run(live)
+
+
+# -- servers ---------------------------------------------------------------------------
+
+
+def _error_text(report: ServerReport) -> str:
+    if report.error is None:
+        return ""
+    first_line = report.error.message.splitlines()[0]
+    return f"{report.error.code}: {first_line}"
+
+
+def _report_rows(reports: list[ServerReport]) -> list[list[Any]]:
+    return [
+        [
+            r.name,
+            r.transport,
+            r.status,
+            r.tool_count if r.status == "connected" else "",
+            f"{r.connect_seconds:.2f}" if r.connect_seconds is not None else "",
+            r.protocol_version or "",
+            _error_text(r),
+        ]
+        for r in reports
+    ]
+
+
+def summary(result: FederationResult) -> dict[str, Any]:
+    """The numbers worth recording about one connect: counts, wall time, bytes."""
+    connected = [r for r in result.reports if r.status == "connected"]
+    slowest = max((r.connect_seconds or 0.0 for r in connected), default=0.0)
+    return {
+        "servers": len(result.reports),
+        "connected": len(connected),
+        "failed": len(result.failed),
+        "tools": result.catalog.tool_count,
+        "wall_seconds": round(result.wall_seconds, 3),
+        "slowest_server_seconds": round(slowest, 3),
+        "tools_list_bytes": sum(r.list_bytes for r in connected),
+    }
+
+
+def show_reports(result: FederationResult, *, json_out: bool) -> None:
+    if json_out:
+        print_json({"servers": [r.to_dict() for r in result.reports], "summary": summary(result)})
+        return
+    columns = ["server", "transport", "status", "tools", "connect s", "protocol", "last error"]
+    print_table("Upstream servers", columns, _report_rows(result.reports))
+    s = summary(result)
+    stdout.print(
+        f"{s['connected']}/{s['servers']} servers connected, {s['tools']} tools, "
+        f"{s['wall_seconds']:.2f}s (slowest server {s['slowest_server_seconds']:.2f}s), "
+        f"tools/list {s['tools_list_bytes']} bytes",
+        highlight=False,
+    )
+
+
+def _snapshot_reports(catalog: Catalog) -> list[dict[str, Any]]:
+    return [
+        {"name": s.name, "transport": s.transport, "status": "snapshot", "tool_count": len(s.tools)}
+        for s in catalog.servers
+    ]
+
+
+@app.command()
+def servers(
+    config: ConfigOption = None, catalog: CatalogOption = None, json_out: JsonOption = False
+) -> None:
+    """Connect to every upstream: transport, status, tool count, connect time, last error."""
+    cfg = _config(config)
+    if catalog is not None or cfg.catalog is not None:
+        rows = _snapshot_reports(load_catalog(catalog or cfg.catalog))  # type: ignore[arg-type]
+        if json_out:
+            print_json({"servers": rows})
+        else:
+            cols = ["server", "transport", "status", "tools"]
+            print_table("Upstream servers (snapshot)", cols, [list(r.values()) for r in rows])
+        return
+
+    async def run() -> None:
+        result = await connect_live(cfg)
+        try:
+            show_reports(result, json_out=json_out)
+        finally:
+            await result.aclose()
+
+    anyio.run(run)
+
+
+# -- tools -----------------------------------------------------------------------------
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= DESCRIPTION_WIDTH else line[: DESCRIPTION_WIDTH - 1] + "…"
+
+
+@app.command()
+def tools(
+    config: ConfigOption = None,
+    catalog: CatalogOption = None,
+    json_out: JsonOption = False,
+    server: Annotated[str | None, typer.Option("--server", "-s", help="Only this server.")] = None,
+) -> None:
+    """List the federation's tools (live, or from --catalog)."""
+    cfg = _config(config)
+    if server is not None and catalog is None and cfg.catalog is None:
+        chosen = cfg.server(server)
+        if chosen is None:
+            raise CartographError(f"no server named {server!r} in {cfg.source}", code="no_server")
+        cfg = cfg.model_copy(update={"servers": (chosen,)})
+    cat = federation_catalog(cfg, catalog)
+    rows = [(s.name, t) for s in cat.servers if server is None or s.name == server for t in s.tools]
+    if json_out:
+        print_json([{"server": name, **tool.definition()} for name, tool in rows])
+        return
+    table = [[name, tool.name, _first_line(tool.description)] for name, tool in rows]
+    print_table(f"{len(rows)} tools", ["server", "tool", "description"], table)
+
+
+# -- snapshot --------------------------------------------------------------------------
+
+
+@app.command()
+def snapshot(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write catalog.json.")],
+    config: ConfigOption = None,
+    catalog: CatalogOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Write the whole federation's tools/list as a catalog.json snapshot."""
+    cat = federation_catalog(_config(config), catalog)
+    save_catalog(cat, out)
+    info = {"out": str(out), "servers": len(cat.servers), "tools": cat.tool_count}
+    if json_out:
+        print_json(info)
+    else:
+        stdout.print(f"wrote {out}: {info['servers']} servers, {info['tools']} tools")
+
+
+# -- demo ------------------------------------------------------------------------------
+
+
+@dataclass
+class DemoContext:
+    """What the demo steps share: the config and the live federation."""
+
+    config: Config
+    json_out: bool
+    federation: FederationResult | None = None
+    results: dict[str, Any] = field(default_factory=dict)
+
+
+DemoStep = Callable[[DemoContext], Awaitable[None]]
+
+
+async def _step_connect(ctx: DemoContext) -> None:
+    ctx.federation = await connect_live(ctx.config)
+    ctx.results["connect"] = summary(ctx.federation)
+    if not ctx.json_out:
+        show_reports(ctx.federation, json_out=False)
+    else:
+        ctx.results["servers"] = [r.to_dict() for r in ctx.federation.reports]
+
+
+# The main job, in order. Later steps (bootstrap cards, discover, call) are
+# appended here; each gets the shared context with the live federation.
+DEMO_STEPS: list[tuple[str, DemoStep]] = [("connect", _step_connect)]
+
+
+async def run_demo(config_path: Path, *, json_out: bool, http: bool = True) -> dict[str, Any]:
+    """Start the loopback HTTP upstream, load the config, run every demo step.
+
+    ``config_path`` must be absolute (its folder holds the demo's node_modules).
+    """
+    demo_dir = config_path.parent
+    async with _maybe_http(demo_dir, enabled=http):
+        ctx = DemoContext(load_config(config_path), json_out)
+        try:
+            for name, step in DEMO_STEPS:
+                started = time.perf_counter()
+                await step(ctx)
+                if not json_out:
+                    stderr.print(f"[dim]step {name}: {time.perf_counter() - started:.2f}s[/]")
+        finally:
+            if ctx.federation is not None:
+                await ctx.federation.aclose()
+    return ctx.results
+
+
+def _maybe_http(demo_dir: Path, *, enabled: bool) -> AbstractAsyncContextManager[int | None]:
+    if enabled and everything_available(demo_dir):
+        return everything_over_http(demo_dir)
+    if enabled:
+        stderr.print("[yellow]demo HTTP upstream not installed; run scripts/setup[/]")
+    return nullcontext(None)
+
+
+@app.command()
+def demo(
+    config: ConfigOption = None,
+    json_out: JsonOption = False,
+    no_http: Annotated[
+        bool, typer.Option("--no-http", help="Do not start the loopback HTTP upstream.")
+    ] = False,
+) -> None:
+    """Run the main job on the demo federation (demo/cartograph.toml)."""
+    path = Path(os.path.abspath(config or DEMO_CONFIG))
+    results = anyio.run(lambda: run_demo(path, json_out=json_out, http=not no_http))
+    if json_out:
+        print_json(results)
