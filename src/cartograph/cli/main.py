@@ -20,7 +20,14 @@ from cartograph.errors import CartographError
 EXIT_CARTOGRAPH_ERROR: Final = 2
 
 # Command modules, each registering its commands on import (keep sorted).
-COMMAND_MODULES: Final[tuple[str, ...]] = ("cards", "federation", "retrieval", "rift", "serve", "stubs")
+COMMAND_MODULES: Final[tuple[str, ...]] = (
+    "cards",
+    "federation",
+    "retrieval",
+    "rift",
+    "serve",
+    "stubs",
+)
 
 
 def build_app() -> typer.Typer:
