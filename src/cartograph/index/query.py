@@ -77,7 +77,7 @@ def replace_literals(text: str) -> str:
 
 def _extension(literal: str) -> str:
     """A file's extension is a format name ("pdf", "xlsx"): keep it as a word."""
-    last = literal.rstrip("/").rsplit("/", 1)[-1]
+    last = literal.rstrip("/.").rsplit("/", 1)[-1]
     return last.rsplit(".", 1)[1] if "." in last else ""
 
 

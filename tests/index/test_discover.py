@@ -1,0 +1,104 @@
+"""discover: verified text only, drifted tools hidden, compact schemas, abstention."""
+
+from __future__ import annotations
+
+import pytest
+
+from cartograph.cards.attest import attest_in_memory
+from cartograph.errors import SignatureError
+from cartograph.index.discover import ABSTAIN_SHOWN, discover
+from cartograph.index.embedders import FakeEmbedder
+from cartograph.index.schema_compact import compact_schema
+from cartograph.index.tool_index import ToolIndex
+
+from .retrieval_fixtures import small_catalog
+
+
+@pytest.mark.promise("P-SIG-3")
+def test_a_card_tampered_after_verification_never_reaches_the_index() -> None:
+    cards = attest_in_memory(small_catalog())
+    cards["files"].body.tools[0].input_schema["properties"]["path"]["description"] = "evil"
+    with pytest.raises(SignatureError) as err:
+        ToolIndex.build(cards, FakeEmbedder())
+    assert err.value.code == "card_not_intact"
+
+
+@pytest.mark.promise("P-SIG-3")
+def test_a_card_tampered_after_indexing_is_not_served_by_discover() -> None:
+    cards = attest_in_memory(small_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder())
+    cards["files"].body.tools[0].example["path"] = "/etc/shadow"
+    with pytest.raises(SignatureError) as err:
+        discover(index, cards, "read a text file from disk", k=1, threshold=0.0)
+    assert err.value.code == "card_not_intact"
+
+
+@pytest.mark.promise("P-CARD-2")
+def test_a_drifted_tool_never_appears_in_results() -> None:
+    cards = attest_in_memory(small_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder(), exclude={("files", "read_file")})
+    for method in ("hybrid", "two-stage", "dense", "bm25", "jaccard", "random"):
+        hits = index.search("read a text file from disk", k=5, method=method)
+        assert ("files", "read_file") not in {(h.server, h.tool) for h in hits}, method
+    assert index.size == 5
+
+
+def test_discover_returns_schema_example_and_provenance() -> None:
+    cards = attest_in_memory(small_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder())
+    result = discover(index, cards, "write text into a file on disk", k=2, threshold=0.0)
+    best = result.tools[0]
+    assert (best.server, best.tool) == ("files", "write_file")
+    assert best.input_schema["required"] == ["path"]
+    assert best.example == cards["files"].body.tool("write_file").example  # type: ignore[union-attr]
+    assert best.provenance.verified
+    assert best.provenance.key_id == cards.signer("files")
+    assert best.provenance.generator == cards["files"].body.provenance.generator
+    assert not result.abstained
+    assert "files / write_file" in result.to_text()
+
+
+def test_discover_abstains_plainly_when_nothing_fits() -> None:
+    cards = attest_in_memory(small_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder())
+    result = discover(index, cards, "book a flight to Tokyo", k=5, threshold=0.5)
+    assert result.abstained
+    assert result.hint
+    assert len(result.tools) == ABSTAIN_SHOWN
+    assert result.confidence < 0.5
+    assert result.to_text().startswith("No tool fits this task well")
+
+
+def test_compact_schema_drops_noise_and_keeps_every_argument_detail() -> None:
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "get_forecastArguments",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "city": {"title": "City", "type": "string", "description": "City name"},
+            "units": {"title": "Unit system", "enum": ["metric", "imperial"], "default": "metric"},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7},
+            "nested": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"lat_lon": {"title": "Lat Lon", "type": "array"}},
+            },
+        },
+        "required": ["city"],
+    }
+    assert compact_schema(schema, tool="get_forecast") == {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "City name"},
+            "units": {"title": "Unit system", "enum": ["metric", "imperial"], "default": "metric"},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7},
+            "nested": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"lat_lon": {"type": "array"}},
+            },
+        },
+        "required": ["city"],
+    }
+    assert schema["$schema"]  # the input is left untouched
