@@ -1,0 +1,202 @@
+"""``cartograph rift``: confusable-cluster analysis, its reports and its CI gate.
+
+Exit codes: 0 when the gate passes (or no gate was asked for), 1 when
+``--fail-on`` finds clusters at or above the named risk (they are printed on
+stderr), 2 for any Cartograph error (bad config, unreadable catalog, …).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Final
+
+import anyio
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.config.model import Config
+from cartograph.rift.model import RiftReport
+
+EXIT_GATE_FAILED: Final = 1
+
+
+class FailOn(StrEnum):
+    high = "high"
+    medium = "medium"
+
+
+class TextChoice(StrEnum):
+    description = "description"
+    indexed = "index"  # not `index`: that name is str.index
+
+
+class LinkageChoice(StrEnum):
+    complete = "complete"
+    average = "average"
+    single = "single"
+
+
+def _load_config(path: Path | None) -> Config:
+    resolved = resolve_config_path(path)
+    if path is None and not resolved.exists():
+        return Config()
+    from cartograph.config.loader import load_config
+
+    return load_config(resolved)
+
+
+@app.command()
+def rift(
+    config: ConfigOption = None,
+    catalog: CatalogOption = None,
+    json_out: JsonOption = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print Markdown.")] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option("--fail-on", help="CI gate: exit 1 if clusters of this risk or worse exist."),
+    ] = None,
+    no_margin: Annotated[
+        bool, typer.Option("--no-margin", help="Ablation: Layer 1 only, no risk labels.")
+    ] = False,
+    regenerate: Annotated[
+        bool,
+        typer.Option("--regenerate", help="Rewrite and re-sign REGENERATE tools' cards."),
+    ] = False,
+    theta: Annotated[
+        float | None, typer.Option("--theta", help="θ_sim for clustering (default 0.65).")
+    ] = None,
+    high: Annotated[float | None, typer.Option("--high", help="HIGH below this margin.")] = None,
+    medium: Annotated[
+        float | None, typer.Option("--medium", help="MEDIUM below this margin.")
+    ] = None,
+    linkage: Annotated[
+        LinkageChoice | None, typer.Option("--linkage", help="Agglomerative linkage.")
+    ] = None,
+    tau: Annotated[
+        float | None, typer.Option("--tau", help="Cosine baseline threshold (default 0.65).")
+    ] = None,
+    jaccard: Annotated[
+        float | None, typer.Option("--jaccard", help="Jaccard baseline threshold (default 0.25).")
+    ] = None,
+    text: Annotated[
+        TextChoice | None,
+        typer.Option("--text", help="Embed the tool description (paper) or the index text."),
+    ] = None,
+    embedder: Annotated[
+        str | None, typer.Option("--embedder", help="Embedder (default: config or minilm).")
+    ] = None,
+) -> None:
+    """Find tools retrieval cannot tell apart, rate them, and say what to change."""
+    from cartograph.rift.runner import load_cards, run_rift, settings_for
+
+    cfg = _load_config(config)
+    settings = settings_for(
+        cfg,
+        theta_sim=theta,
+        high=high,
+        medium=medium,
+        linkage=linkage.value if linkage else None,
+        cosine_tau=tau,
+        jaccard_j=jaccard,
+        margin=False if no_margin else None,
+    )
+    source = anyio.run(load_cards, cfg, catalog)
+    state_dir = cfg.state_dir if cfg.source is not None else None
+    with _progress() as bar:
+        task = bar.add_task("embedding card text", total=None)
+        report = run_rift(
+            source.cards,
+            settings,
+            embedder=embedder or cfg.index.embedder,
+            text="index" if (text.value if text else cfg.rift.text) == "index" else "description",
+            state_dir=state_dir,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    _emit(report, source.origin, json_out=json_out, markdown=markdown)
+    if html is not None:
+        from cartograph.rift.html import write_html
+
+        write_html(report, html)
+        stderr.print(f"HTML report written to {html}", highlight=False)
+    if regenerate:
+        _regenerate(cfg, report)
+    if fail_on is not None:
+        _gate(report, fail_on)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=stderr,
+        transient=True,
+    )
+
+
+def _emit(report: RiftReport, origin: str, *, json_out: bool, markdown: bool) -> None:
+    from cartograph.rift import render
+
+    if json_out:
+        body = render.to_json(report)
+        body["cards"] = origin
+        print_json(body)
+        return
+    if markdown:
+        stdout.out(render.to_markdown(report), end="", highlight=False)
+        return
+    stdout.print(render.headline(report), highlight=False)
+    stdout.print(f"cards: {origin}", style="dim", highlight=False)
+    if report.clusters:
+        rows = [render.short_cluster_row(c) for c in report.clusters]
+        print_table("Confusable clusters", render.SHORT_CLUSTER_COLUMNS, rows)
+    for line in render.gate_lines(report.at_least("MEDIUM")):
+        stdout.print(line, highlight=False, markup=False)
+    rows = [render.comparison_row(g) for g in report.comparison]
+    print_table("Ablation and baselines", render.SHORT_COMPARISON_COLUMNS, rows)
+    _emit_names(report)
+
+
+def _emit_names(report: RiftReport) -> None:
+    from cartograph.rift import render
+
+    risky = [n for n in report.names if n.kind != "same-name"]
+    if risky:
+        print_table("Name confusables", render.NAME_COLUMNS, [render.name_row(n) for n in risky])
+    repeated = len(report.names) - len(risky)
+    if repeated:
+        stdout.print(
+            f"{repeated} tool names repeat verbatim across servers (--json lists them).",
+            highlight=False,
+        )
+
+
+def _gate(report: RiftReport, level: FailOn) -> None:
+    offending = report.at_least("HIGH" if level is FailOn.high else "MEDIUM")
+    if not offending:
+        stderr.print(f"rift gate passed: no {level.value.upper()}-or-worse clusters.")
+        return
+    from cartograph.rift.render import gate_lines
+
+    stderr.print(
+        f"rift gate failed: {len(offending)} cluster(s) at {level.value.upper()} risk or worse",
+        style="bold red",
+        highlight=False,
+    )
+    for line in gate_lines(offending):
+        stderr.print(line, highlight=False, markup=False)
+    raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def _regenerate(config: Config, report: RiftReport) -> None:
+    from cartograph.rift.regenerate import regenerate_tools
+
+    outcome = regenerate_tools(config, report)
+    for line in outcome.lines():
+        stderr.print(line, highlight=False, markup=False)

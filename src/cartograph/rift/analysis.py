@@ -1,0 +1,396 @@
+"""Rift end to end: cards → vectors → clusters → margins → diagnosis → report.
+
+:func:`analyse` is the library entry point. It takes :class:`RiftTool`
+records (built from *verified* cards by :func:`tools_from_cards`, so nothing
+unattested is analysed) and an embedder, and returns a :class:`RiftReport`
+that every renderer and the CI gate read.
+
+Layer 2 follows eq. 11 exactly: margin(t, C) = cos(q_t, v_t) − max over the
+other members b of cos(q_t, v_b). Identical card texts are embedded once and
+share one vector, so their margin is exactly 0, not 0 ± rounding noise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from cartograph.cards.model import Card
+from cartograph.index.cache import EmbeddingCache
+from cartograph.index.embedders.base import Embedder, Vectors
+from cartograph.rift.baselines import cosine_groups, jaccard_groups
+from cartograph.rift.clustering import Groups, cluster, cohesion
+from cartograph.rift.diagnosis import MemberText, distinct_tokens, shared_tokens, suggest
+from cartograph.rift.layout import pca_2d
+from cartograph.rift.model import (
+    RISK_ORDER,
+    Cluster,
+    Grouping,
+    Member,
+    Point,
+    RiftReport,
+    RiftSettings,
+    Risk,
+    ToolRef,
+)
+from cartograph.rift.names import name_confusables
+from cartograph.rift.queries import Probe, name_words, probe_for
+from cartograph.rift.tokens import Vocabulary
+
+TextSource = Literal["description", "index"]
+"""Which card text is embedded: the tool description alone (the paper's s(t)),
+or exactly the text the dense index embeds (name + description + arguments)."""
+
+EmbedFn = Callable[[Sequence[str]], Vectors]
+"""Embeds texts; :func:`make_embed_fn` wraps an embedder and an optional cache."""
+
+
+@dataclass(frozen=True)
+class RiftTool:
+    """One verified tool as Rift sees it."""
+
+    server: str
+    tool: str
+    text: str
+    probe: Probe
+    arguments: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.server}/{self.tool}"
+
+
+def tools_from_cards(
+    cards: Mapping[str, Card], *, text: TextSource = "description"
+) -> list[RiftTool]:
+    """Rift's input from verified cards, sorted by (server, tool) for stable reports."""
+    tools: list[RiftTool] = []
+    for server in sorted(cards):
+        for tool in sorted(cards[server].body.tools, key=lambda t: t.name):
+            body = tool.description
+            if text == "index":
+                body = ". ".join(
+                    p for p in (name_words(tool.name), tool.description, tool.arguments) if p
+                )
+            tools.append(
+                RiftTool(
+                    server=server,
+                    tool=tool.name,
+                    text=body,
+                    probe=probe_for(tool.name, tool.input_schema),
+                    arguments=_argument_words(tool.input_schema),
+                )
+            )
+    return tools
+
+
+def _argument_words(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return ()
+    found: list[str] = []
+    for name, spec in properties.items():
+        found.append(name_words(str(name)))
+        values = spec.get("enum") if isinstance(spec, Mapping) else None
+        if isinstance(values, list):
+            found.extend(str(v) for v in values[:8] if isinstance(v, str | int))
+    return tuple(found)
+
+
+@dataclass
+class _Embedded:
+    """Unique texts embedded once; ``row[i]`` is tool i's row in ``unique``."""
+
+    unique: Vectors
+    row: npt.NDArray[np.intp]
+
+    @property
+    def per_tool(self) -> Vectors:
+        return self.unique[self.row]
+
+
+def _embed_unique(embed: EmbedFn, texts: Sequence[str]) -> _Embedded:
+    order: dict[str, int] = {}
+    rows = np.asarray([order.setdefault(t, len(order)) for t in texts], dtype=np.intp)
+    return _Embedded(unique=embed(list(order)), row=rows)
+
+
+@dataclass
+class _Context:
+    tools: Sequence[RiftTool]
+    settings: RiftSettings
+    texts: _Embedded
+    vocabulary: Vocabulary
+    token_sets: list[frozenset[str]]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def analyse(
+    tools: Sequence[RiftTool], embed: EmbedFn, settings: RiftSettings, *, model_id: str
+) -> RiftReport:
+    """Run all three layers plus names, baselines and the map over ``tools``."""
+    started = time.perf_counter()
+    vocabulary = Vocabulary()
+    ctx = _Context(
+        tools=tools,
+        settings=settings,
+        texts=_embed_unique(embed, [t.text for t in tools]),
+        vocabulary=vocabulary,
+        token_sets=[vocabulary.tokens(t.text) for t in tools],
+    )
+    ctx.seconds["embed"] = time.perf_counter() - started
+    mark = time.perf_counter()
+    groups = cluster(ctx.texts.per_tool, settings.theta_sim, settings.linkage)
+    ctx.seconds["cluster"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    clusters = _rate_all(ctx, groups, embed)
+    ctx.seconds["margins"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    comparison = _comparison(ctx, clusters)
+    ctx.seconds["baselines"] = time.perf_counter() - mark
+    names = name_confusables(ToolRef(server=t.server, tool=t.tool) for t in tools)
+    points = _points(ctx, clusters)
+    ctx.seconds["total"] = time.perf_counter() - started
+    return RiftReport(
+        settings=settings,
+        model_id=model_id,
+        servers=len({t.server for t in tools}),
+        tools=len(tools),
+        clusters=tuple(clusters),
+        names=tuple(names),
+        comparison=tuple(comparison),
+        points=tuple(points),
+        seconds={k: round(v, 3) for k, v in ctx.seconds.items()},
+    )
+
+
+def _rate_all(ctx: _Context, groups: Groups, embed: EmbedFn) -> list[Cluster]:
+    probes: _Embedded | None = None
+    probe_row: dict[int, int] = {}
+    if ctx.settings.margin and groups:
+        clustered = sorted({i for g in groups for i in g})
+        probe_row = {tool: k for k, tool in enumerate(clustered)}
+        probes = _embed_unique(embed, [ctx.tools[i].probe.text for i in clustered])
+    scores = None if probes is None else probes.per_tool @ ctx.texts.unique.T
+    rated = [_rate(ctx, g, scores, probe_row) for g in groups]
+    rated.sort(key=lambda c: (RISK_ORDER[c.risk], _sort_margin(c), -c.size, c.members[0].key))
+    return [c.model_copy(update={"id": k}) for k, c in enumerate(rated, start=1)]
+
+
+def _sort_margin(c: Cluster) -> float:
+    return c.margin_min if c.margin_min is not None else -c.cohesion
+
+
+def _rate(
+    ctx: _Context,
+    group: list[int],
+    scores: npt.NDArray[np.float32] | None,
+    probe_row: Mapping[int, int],
+) -> Cluster:
+    texts = [
+        MemberText(
+            server=ctx.tools[i].server,
+            tool=ctx.tools[i].tool,
+            tokens=ctx.token_sets[i],
+            arguments=ctx.tools[i].arguments,
+        )
+        for i in group
+    ]
+    members = [_member(ctx, group, k, texts, scores, probe_row) for k in range(len(group))]
+    margins = [m.margin for m in members if m.margin is not None]
+    margin_min = min(margins) if margins else None
+    risk = _risk(margin_min, ctx.settings)
+    servers = tuple(sorted({ctx.tools[i].server for i in group}))
+    # Every member of a risky cluster gets advice; elsewhere only REGENERATE members.
+    advised = [k for k in range(len(group)) if risk in ("HIGH", "MEDIUM") or members[k].regenerate]
+    suggestions = tuple(suggest(texts, k, ctx.vocabulary, members[k].nearest) for k in advised)
+    return Cluster(
+        id=0,
+        risk=risk,
+        scope="within-server" if len(servers) == 1 else "cross-server",
+        servers=servers,
+        cohesion=round(cohesion(ctx.texts.per_tool, group), 4),
+        margin_min=margin_min,
+        members=tuple(members),
+        shared=ctx.vocabulary.show(shared_tokens(texts)),
+        suggestions=suggestions,
+        notes=tuple(_notes(ctx, group, members)),
+    )
+
+
+def _member(
+    ctx: _Context,
+    group: list[int],
+    k: int,
+    texts: Sequence[MemberText],
+    scores: npt.NDArray[np.float32] | None,
+    probe_row: Mapping[int, int],
+) -> Member:
+    tool = ctx.tools[group[k]]
+    distinct = distinct_tokens(texts, k)
+    margin = nearest = rank = None
+    if scores is not None:
+        row = scores[probe_row[group[k]]]
+        own = float(row[ctx.texts.row[group[k]]])
+        rivals = [(float(row[ctx.texts.row[j]]), j) for j in group if j != group[k]]
+        best, best_j = max(rivals, key=lambda r: (r[0], -r[1]))
+        margin = round(own - best, 6) if own != best else 0.0
+        nearest = ctx.tools[best_j].key
+        rank = 1 + int(np.count_nonzero(row[ctx.texts.row] > own))
+    return Member(
+        server=tool.server,
+        tool=tool.tool,
+        query=tool.probe.text,
+        margin=margin,
+        nearest=nearest,
+        rank=rank,
+        distinct=ctx.vocabulary.show(distinct),
+        regenerate=not distinct,
+    )
+
+
+def _risk(margin_min: float | None, settings: RiftSettings) -> Risk:
+    if margin_min is None:
+        return "UNRATED"
+    if margin_min < settings.high:
+        return "HIGH"
+    if margin_min < settings.medium:
+        return "MEDIUM"
+    return "LOW"
+
+
+def _notes(ctx: _Context, group: list[int], members: Sequence[Member]) -> list[str]:
+    notes: list[str] = []
+    if len({ctx.tools[i].text for i in group}) == 1:
+        notes.append(
+            f"all {len(group)} members have identical card text: retrieval cannot tell them apart"
+        )
+    for m in members:
+        if m.margin is not None and m.margin < 0:
+            notes.append(
+                f"retrieval already picks the wrong tool: a task built from {m.key}'s arguments "
+                f"ranks {m.nearest} above it (margin {m.margin:+.3f})"
+            )
+    probes: dict[str, list[str]] = {}
+    for i in group:
+        probes.setdefault(ctx.tools[i].probe.text, []).append(ctx.tools[i].key)
+    for same in probes.values():
+        if len(same) > 1:
+            notes.append(
+                f"{', '.join(same)} take the same arguments: "
+                "only their descriptions can separate them"
+            )
+    return notes
+
+
+def _comparison(ctx: _Context, clusters: Sequence[Cluster]) -> list[Grouping]:
+    settings = ctx.settings
+    keys = [t.key for t in ctx.tools]
+    risky = {m.key for c in clusters if c.risk in ("HIGH", "MEDIUM") for m in c.members}
+    rows: list[Grouping] = []
+    if settings.margin:
+        rows.append(_rift_row("Rift (3-layer)", clusters, risky))
+    rows.append(_rift_row("Rift --no-margin", [_unrated(c) for c in clusters], risky))
+    cosine = cosine_groups(ctx.texts.per_tool, settings.cosine_tau)
+    rows.append(_baseline_row(f"Cosine τ={settings.cosine_tau:g}", cosine, ctx, keys, risky))
+    jaccard = jaccard_groups(ctx.token_sets, settings.jaccard_j)
+    rows.append(_baseline_row(f"Jaccard J>{settings.jaccard_j:g}", jaccard, ctx, keys, risky))
+    return rows
+
+
+def _unrated(c: Cluster) -> Cluster:
+    return c.model_copy(update={"risk": "UNRATED"})
+
+
+def _rift_row(method: str, clusters: Sequence[Cluster], risky: set[str]) -> Grouping:
+    grouped = {m.key for c in clusters for m in c.members}
+    return Grouping(
+        method=method,
+        clusters=len(clusters),
+        high=sum(c.risk == "HIGH" for c in clusters),
+        medium=sum(c.risk == "MEDIUM" for c in clusters),
+        low=sum(c.risk == "LOW" for c in clusters),
+        tools=len(grouped),
+        within=sum(c.scope == "within-server" for c in clusters),
+        cross=sum(c.scope == "cross-server" for c in clusters),
+        largest=max((c.size for c in clusters), default=0),
+        regenerate=sum(len(c.regenerate) for c in clusters),
+        covers_risky=_coverage(grouped, risky),
+    )
+
+
+def _baseline_row(
+    method: str, groups: Groups, ctx: _Context, keys: Sequence[str], risky: set[str]
+) -> Grouping:
+    within = sum(len({ctx.tools[i].server for i in g}) == 1 for g in groups)
+    grouped = {keys[i] for g in groups for i in g}
+    return Grouping(
+        method=method,
+        clusters=len(groups),
+        tools=len(grouped),
+        within=within,
+        cross=len(groups) - within,
+        largest=max((len(g) for g in groups), default=0),
+        covers_risky=_coverage(grouped, risky),
+    )
+
+
+def _coverage(grouped: set[str], risky: set[str]) -> float | None:
+    return round(len(grouped & risky) / len(risky), 3) if risky else None
+
+
+def _points(ctx: _Context, clusters: Sequence[Cluster]) -> list[Point]:
+    where: dict[str, Cluster] = {m.key: c for c in clusters for m in c.members}
+    coords = pca_2d(ctx.texts.per_tool)
+    points: list[Point] = []
+    for tool, (x, y) in zip(ctx.tools, coords.tolist(), strict=True):
+        home = where.get(tool.key)
+        points.append(
+            Point(
+                server=tool.server,
+                tool=tool.tool,
+                x=round(x, 5),
+                y=round(y, 5),
+                cluster=None if home is None else home.id,
+                risk=None if home is None else home.risk,
+            )
+        )
+    return points
+
+
+def make_embed_fn(
+    embedder: Embedder,
+    *,
+    cache: EmbeddingCache | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> EmbedFn:
+    """Embed through ``cache.embed_cached`` when a cache is given, else directly."""
+
+    def embed(texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, embedder.dim), dtype=np.float32)
+        if cache is not None:
+            return cache.embed_cached(embedder, list(texts), progress=progress)
+        return _embed_batched(embedder, texts, progress)
+
+    return embed
+
+
+def _embed_batched(
+    embedder: Embedder, texts: Sequence[str], progress: Callable[[int, int], None] | None
+) -> Vectors:
+    batch = 64
+    parts: list[Vectors] = []
+    for start in range(0, len(texts), batch):
+        parts.append(embedder.embed(texts[start : start + batch]))
+        if progress is not None:
+            progress(min(start + batch, len(texts)), len(texts))
+    return np.concatenate(parts).astype(np.float32, copy=False)
+
+
+__all__ = ["EmbedFn", "RiftTool", "TextSource", "analyse", "make_embed_fn", "tools_from_cards"]

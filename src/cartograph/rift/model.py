@@ -1,0 +1,202 @@
+"""Rift's settings and its report, as small frozen value objects.
+
+The report is the one thing every renderer (text, JSON, Markdown, HTML) and
+the CI gate read, so it carries everything they need and nothing they must
+recompute.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_THETA_SIM: Final = 0.65
+DEFAULT_HIGH_MARGIN: Final = 0.10
+DEFAULT_MEDIUM_MARGIN: Final = 0.20
+DEFAULT_COSINE_TAU: Final = 0.65
+DEFAULT_JACCARD_J: Final = 0.25
+DEFAULT_LINKAGE: Final = "complete"
+
+Risk = Literal["HIGH", "MEDIUM", "LOW", "UNRATED"]
+"""UNRATED: Layer 1 found the cluster but margin analysis was switched off."""
+Linkage = Literal["complete", "average", "single"]
+Scope = Literal["within-server", "cross-server"]
+RISK_ORDER: Final[dict[str, int]] = {"HIGH": 0, "MEDIUM": 1, "LOW": 2, "UNRATED": 3}
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RiftSettings(_Frozen):
+    """Thresholds of the paper's §3.4, all configurable, with its defaults.
+
+    ``linkage`` defaults to *complete*: a cluster then guarantees that every
+    pair of its members is at least ``theta_sim`` similar, which is what
+    "confusable with each other" means to a reader, and it cannot chain. Single
+    linkage would be the connected components of the threshold graph, i.e. the
+    plain cosine baseline itself.
+    """
+
+    theta_sim: float = Field(default=DEFAULT_THETA_SIM, gt=0.0, le=1.0)
+    high: float = Field(default=DEFAULT_HIGH_MARGIN)
+    medium: float = Field(default=DEFAULT_MEDIUM_MARGIN)
+    linkage: Linkage = DEFAULT_LINKAGE
+    margin: bool = True
+    cosine_tau: float = Field(default=DEFAULT_COSINE_TAU, gt=0.0, le=1.0)
+    jaccard_j: float = Field(default=DEFAULT_JACCARD_J, ge=0.0, lt=1.0)
+
+    @model_validator(mode="after")
+    def _bands_are_ordered(self) -> RiftSettings:
+        if self.high > self.medium:
+            raise ValueError(f"high margin {self.high} must not exceed medium {self.medium}")
+        return self
+
+    @property
+    def delta(self) -> float:
+        """Layer 1's distance threshold δ = 1 − θ_sim."""
+        return 1.0 - self.theta_sim
+
+
+class ToolRef(_Frozen):
+    server: str
+    tool: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.server}/{self.tool}"
+
+
+class Member(_Frozen):
+    """One tool of a cluster with its Layer 2 and Layer 3 diagnosis."""
+
+    server: str
+    tool: str
+    query: str = ""
+    margin: float | None = None
+    nearest: str | None = None
+    """The other member its synthetic query scores highest (``server/tool``)."""
+    rank: int | None = None
+    """Where the tool ranks for its own query among *all* tools (1 = first)."""
+    distinct: tuple[str, ...] = ()
+    regenerate: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.server}/{self.tool}"
+
+
+class Suggestion(_Frozen):
+    """Words that would separate one member from the rest of its cluster."""
+
+    server: str
+    tool: str
+    words: tuple[str, ...]
+    source: Literal["card", "name", "arguments", "none"]
+    text: str
+
+
+class Cluster(_Frozen):
+    id: int
+    risk: Risk
+    scope: Scope
+    servers: tuple[str, ...]
+    cohesion: float
+    margin_min: float | None
+    members: tuple[Member, ...]
+    shared: tuple[str, ...]
+    suggestions: tuple[Suggestion, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    @property
+    def regenerate(self) -> tuple[Member, ...]:
+        return tuple(m for m in self.members if m.regenerate)
+
+
+class NameConfusable(_Frozen):
+    """Tool names a person or a model could mistake for one another."""
+
+    kind: Literal["same-name", "normalised", "lookalike"]
+    scope: Scope
+    key: str
+    members: tuple[ToolRef, ...]
+
+
+class Grouping(_Frozen):
+    """One row of the ablation/baseline comparison (the paper's Tables 4–5)."""
+
+    method: str
+    clusters: int
+    high: int | None = None
+    medium: int | None = None
+    low: int | None = None
+    tools: int
+    within: int
+    cross: int
+    largest: int
+    regenerate: int | None = None
+    covers_risky: float | None = None
+    """Share of Rift's HIGH/MEDIUM tools that this grouping also groups."""
+
+
+class Point(_Frozen):
+    """A tool on the 2-D map (PCA of its card embedding)."""
+
+    server: str
+    tool: str
+    x: float
+    y: float
+    cluster: int | None
+    risk: Risk | None
+
+
+class RiftReport(_Frozen):
+    settings: RiftSettings
+    model_id: str
+    servers: int
+    tools: int
+    clusters: tuple[Cluster, ...]
+    names: tuple[NameConfusable, ...]
+    comparison: tuple[Grouping, ...]
+    points: tuple[Point, ...]
+    seconds: dict[str, float] = Field(default_factory=dict)
+
+    def by_risk(self, risk: Risk) -> tuple[Cluster, ...]:
+        return tuple(c for c in self.clusters if c.risk == risk)
+
+    def at_least(self, risk: Literal["HIGH", "MEDIUM"]) -> tuple[Cluster, ...]:
+        """Clusters whose risk is ``risk`` or worse: what a CI gate fails on."""
+        limit = RISK_ORDER[risk]
+        return tuple(c for c in self.clusters if RISK_ORDER[c.risk] <= limit)
+
+    @property
+    def clustered_tools(self) -> int:
+        return sum(c.size for c in self.clusters)
+
+
+__all__ = [
+    "DEFAULT_COSINE_TAU",
+    "DEFAULT_HIGH_MARGIN",
+    "DEFAULT_JACCARD_J",
+    "DEFAULT_LINKAGE",
+    "DEFAULT_MEDIUM_MARGIN",
+    "DEFAULT_THETA_SIM",
+    "RISK_ORDER",
+    "Cluster",
+    "Grouping",
+    "Linkage",
+    "Member",
+    "NameConfusable",
+    "Point",
+    "RiftReport",
+    "RiftSettings",
+    "Risk",
+    "Scope",
+    "Suggestion",
+    "ToolRef",
+]

@@ -1,0 +1,121 @@
+"""Layer 2's probes: a synthetic task query per tool, built from its arguments.
+
+The paper generates q_t from args(t), *not* from the card summary, so the
+probe is not the text it is compared with (which would make every margin
+look healthy). The arguments are what a task actually supplies: their names,
+descriptions, types and allowed values. A tool without arguments falls back
+to its own name split into words — still not card text.
+
+Argument descriptions come from the served schema, i.e. from the publisher.
+They are only embedded as a transient probe, but they are sanitised anyway
+(control and zero-width characters, URLs and markup dropped, lengths capped)
+so a hostile schema cannot smuggle a long payload into reports.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from cartograph.rift.tokens import split_identifier
+
+MAX_ARGUMENTS: Final = 6
+MAX_DESCRIPTION_WORDS: Final = 14
+MAX_ENUM_VALUES: Final = 5
+MAX_QUERY_CHARS: Final = 400
+
+_URL: Final = re.compile(r"https?://\S+|www\.\S+", re.IGNORECASE)
+_MARKUP: Final = re.compile(r"<[^>]{0,200}>|[`*#\[\]{}|\\]")
+_SPACE: Final = re.compile(r"\s+")
+_SEPARATORS: Final = re.compile(r"[_\-./:]+")
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?。])\s")
+
+
+@dataclass(frozen=True)
+class Probe:
+    text: str
+    source: Literal["arguments", "name"]
+
+
+def clean(text: str) -> str:
+    """Printable, single-spaced text with URLs and markup removed."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch)[0] != "C" or ch in " \t\n")
+    text = _MARKUP.sub(" ", _URL.sub(" ", text))
+    return _SPACE.sub(" ", text).strip()
+
+
+def name_words(identifier: str) -> str:
+    """``get_xrefsTo`` → ``get xrefs To``."""
+    return _SPACE.sub(" ", _SEPARATORS.sub(" ", split_identifier(identifier))).strip()
+
+
+def probe_for(tool_name: str, input_schema: Mapping[str, Any]) -> Probe:
+    """q_t for one tool: its arguments as a task would mention them."""
+    phrases = [_argument_phrase(name, spec) for name, spec in _ordered_arguments(input_schema)]
+    phrases = [p for p in phrases if p]
+    if not phrases:
+        return Probe(text=name_words(tool_name), source="name")
+    return Probe(text="; ".join(phrases)[:MAX_QUERY_CHARS], source="arguments")
+
+
+def _ordered_arguments(schema: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Required arguments first (they define the task), then the rest, capped."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
+    required = schema.get("required")
+    needed = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+    items = [(str(k), v if isinstance(v, Mapping) else {}) for k, v in properties.items()]
+    items.sort(key=lambda kv: kv[0] not in needed)  # stable: keeps schema order otherwise
+    return items[:MAX_ARGUMENTS]
+
+
+def _argument_phrase(name: str, spec: Mapping[str, Any]) -> str:
+    parts = [name_words(clean(name))]
+    kind = _type_word(spec)
+    if kind:
+        parts.append(f"({kind})")
+    description = _short(spec.get("description"))
+    if description:
+        parts.append(description)
+    values = _enum_values(spec)
+    if values:
+        parts.append("one of " + ", ".join(values))
+    return " ".join(p for p in parts if p).strip()
+
+
+def _type_word(spec: Mapping[str, Any]) -> str:
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "array":
+        items = spec.get("items")
+        inner = items.get("type") if isinstance(items, Mapping) else None
+        return f"list of {inner}" if isinstance(inner, str) else "list"
+    return kind if isinstance(kind, str) else ""
+
+
+def _short(value: object) -> str:
+    if not isinstance(value, str):
+        return ""
+    text = clean(value)
+    first = _SENTENCE_END.split(text, maxsplit=1)[0]
+    return " ".join(first.split()[:MAX_DESCRIPTION_WORDS])
+
+
+def _enum_values(spec: Mapping[str, Any]) -> list[str]:
+    values = spec.get("enum")
+    if not isinstance(values, list):
+        items = spec.get("items")
+        values = items.get("enum") if isinstance(items, Mapping) else None
+    if not isinstance(values, list):
+        return []
+    shown = [clean(str(v))[:40] for v in values[:MAX_ENUM_VALUES] if v is not None]
+    return [v for v in shown if v]
+
+
+__all__ = ["Probe", "clean", "name_words", "probe_for"]
