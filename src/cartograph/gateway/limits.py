@@ -106,7 +106,9 @@ class Bulkhead:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one in-flight slot for the body; queue (bounded) or raise :class:`Overloaded`."""
-        if self.in_flight >= self.max_in_flight and self.waiting >= self.queue_size:
+        # Count admitted callers (running or waiting), not free slots: acquiring a
+        # free slot still yields, so many arrivals could otherwise all slip past.
+        if self.in_flight + self.waiting >= self.max_in_flight + self.queue_size:
             self.rejected += 1
             raise Overloaded(
                 f"upstream {self.server!r} is at its limit of {self.max_in_flight} calls in flight "

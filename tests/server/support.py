@@ -1,0 +1,49 @@
+"""Start a runtime over scriptable upstreams; call through its handlers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp.types import CallToolResult
+
+from cartograph.config.model import ServerConfig
+from cartograph.gateway.results import error_code
+from cartograph.server.handlers import ProxyHandlers
+from cartograph.server.runtime import CatalogRuntime
+from tests.servers.support import config_for
+
+
+@asynccontextmanager
+async def running(
+    state_dir: Path, *servers: ServerConfig, share: bool = True, **gateway: Any
+) -> AsyncIterator[ProxyHandlers]:
+    config = config_for(state_dir, *servers, **gateway)
+    runtime = await CatalogRuntime.start(
+        config, config.servers, attest_live=True, share_sessions=share
+    )
+    try:
+        yield ProxyHandlers(runtime, catalog="default")
+    finally:
+        await runtime.aclose()
+
+
+async def call(
+    handlers: ProxyHandlers, server: str, tool: str, client: str | None = None, **arguments: Any
+) -> CallToolResult:
+    return await handlers.call_tool(
+        "call",
+        {"server": server, "tool": tool, "arguments": arguments},
+        principal=None,
+        client=client,
+    )
+
+
+def text(result: CallToolResult) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def code(result: CallToolResult) -> str | None:
+    return error_code(result)

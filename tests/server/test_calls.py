@@ -1,0 +1,159 @@
+"""`call` semantics: isolation, validation before I/O, drift, secrets, progress, cancellation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from cartograph.server.proxy import build_proxy_server
+from tests.server.support import call, code, running, text
+from tests.servers.support import scriptable
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-POOL-1")
+async def test_two_downstream_clients_never_share_a_stateful_upstream_session(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, scriptable("counter"), share=False) as h:
+        counts = {
+            client: [text(await call(h, "counter", "count", client=client)) for _ in range(3)]
+            for client in ("alice", "bob")
+        }
+        assert counts == {"alice": ["1", "2", "3"], "bob": ["1", "2", "3"]}
+        alice_pid = text(await call(h, "counter", "pid", client="alice"))
+        assert alice_pid != text(await call(h, "counter", "pid", client="bob"))
+
+
+@pytest.mark.anyio
+async def test_a_stateless_upstream_is_shared_across_clients(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("shared", stateless=True), share=False) as h:
+        assert text(await call(h, "shared", "count", client="alice")) == "1"
+        assert text(await call(h, "shared", "count", client="bob")) == "2"
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-TOOL-1")
+async def test_invalid_arguments_are_refused_before_the_upstream_sees_anything(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, scriptable("calc")) as h:
+        refused = await call(h, "calc", "add", a="one", b=2)
+        assert code(refused) == "bad_arguments"
+        assert '"required":["a","b"]' in text(refused)
+        assert h.runtime.gateway.guard("calc").calls == 0
+
+
+@pytest.mark.anyio
+async def test_unknown_server_and_unknown_tool_get_specific_errors(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("calc")) as h:
+        assert code(await call(h, "nope", "add")) == "unknown_server"
+        assert code(await call(h, "calc", "nope")) == "unknown_tool"
+        assert text(await call(h, "calc", "add", a=1, b=1)) == "2"
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-CARD-2")
+async def test_list_changed_rug_pull_withholds_the_tool_and_names_the_reattest_command(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, scriptable("shifty")) as h:
+        found = h.runtime.discover("echo the text back", 5)
+        assert ("shifty", "echo") in {(t.server, t.tool) for t in found.tools}
+        assert text(await call(h, "shifty", "mutate")) == "mutated"
+        with anyio.fail_after(10):
+            while h.runtime.states["shifty"]["echo"].status == "ok":
+                await anyio.sleep(0.02)
+        refused = await call(h, "shifty", "echo", text="hi")
+        assert code(refused) == "drifted"
+        assert "cartograph bootstrap --server shifty" in text(refused)
+        status = h.runtime.status()["servers"][0]
+        assert status["drifted"] == [{"tool": "echo", "changed": ["description"]}]
+        with anyio.fail_after(10):
+            while ("shifty", "echo") not in (h.runtime._excluded or set()):
+                await anyio.sleep(0.02)
+        found = h.runtime.discover("echo the text back", 5)
+        assert ("shifty", "echo") not in {(t.server, t.tool) for t in found.tools}
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-LOG-1")
+async def test_upstream_env_secrets_never_reach_errors_status_or_the_audit_log(
+    tmp_path: Path,
+) -> None:
+    secret = "sk-canary-7f3a9b2c1d"
+    server = scriptable("leaky", env={"SECRET_TOKEN": secret})
+    audit = tmp_path / "audit.jsonl"
+    async with running(tmp_path, server, audit_log=audit) as h:
+        crashed = await call(h, "leaky", "crash")
+        assert code(crashed) == "upstream_closed"
+        assert "stderr tail" in text(crashed)
+        status = json.dumps(h.runtime.status())
+        for surface in (text(crashed), json.dumps(crashed.structured_content), status):
+            assert secret not in surface
+    assert secret not in audit.read_text()
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-LOG-2")
+async def test_every_call_writes_one_audit_record_with_argument_shape_only(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, scriptable("calc")) as h:
+        await call(h, "calc", "echo", text="private words")
+        await call(h, "calc", "add", a="x", b=1)
+        records = h.audit.records
+    assert [(r.server, r.tool, r.outcome) for r in records] == [
+        ("calc", "echo", "ok"),
+        ("calc", "add", "bad_arguments"),
+    ]
+    assert records[0].arguments == {"text": "string"}
+    assert records[0].catalog == "default"
+    assert "private words" not in json.dumps([r.__dict__ for r in records], default=str)
+
+
+@pytest.mark.anyio
+async def test_progress_from_the_upstream_reaches_the_downstream_client(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("steps")) as h:
+        server = build_proxy_server(h)
+        seen: list[tuple[float, float | None]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, total))
+
+        async with Client(server, mode="legacy") as client:
+            result = await client.call_tool(
+                "call",
+                {"server": "steps", "tool": "progress", "arguments": {"steps": 3}},
+                progress_callback=on_progress,
+            )
+        assert text(result) == "done"
+        assert seen == [(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)]
+
+
+@pytest.mark.anyio
+async def test_downstream_cancellation_cancels_the_upstream_call(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("stuck", call_timeout=30.0)) as h:
+        server = build_proxy_server(h)
+        async with Client(server, mode="legacy") as client:
+            with anyio.move_on_after(1.0):
+                await client.call_tool("call", {"server": "stuck", "tool": "hang", "arguments": {}})
+            with anyio.fail_after(10):
+                while h.runtime.gateway.in_flight():
+                    await anyio.sleep(0.02)
+            again = await client.call_tool(
+                "call", {"server": "stuck", "tool": "add", "arguments": {"a": 1, "b": 1}}
+            )
+        assert text(again) == "2"
+
+
+@pytest.mark.anyio
+async def test_the_proxy_lists_exactly_three_tools(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("calc")) as h:
+        async with Client(build_proxy_server(h), mode="legacy") as client:
+            listed = await client.list_tools()
+    assert [t.name for t in listed.tools] == ["discover", "status", "call"]

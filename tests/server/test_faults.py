@@ -1,0 +1,139 @@
+"""Fault injection against real subprocess upstreams: the proxy keeps serving."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.server.support import call, code, running, text
+from tests.servers.support import scriptable
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-1")
+async def test_hung_upstream_times_out_within_deadline_while_a_healthy_one_answers(
+    tmp_path: Path,
+) -> None:
+    deadline = 1.5
+    async with running(tmp_path, scriptable("slow", call_timeout=deadline), scriptable("ok")) as h:
+        healthy: list[str] = []
+
+        async def healthy_calls() -> None:
+            for _ in range(3):
+                healthy.append(text(await call(h, "ok", "add", a=1, b=1)))
+
+        started = time.monotonic()
+        with anyio.fail_after(deadline + 10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(healthy_calls)
+                hung = await call(h, "slow", "hang")
+        elapsed = time.monotonic() - started
+        assert code(hung) == "upstream_timeout"
+        assert elapsed < deadline + 1.0
+        assert healthy == ["2", "2", "2"]
+        assert h.runtime.gateway.in_flight() == 0
+        assert text(await call(h, "slow", "add", a=2, b=2)) == "4"
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-2")
+async def test_crash_mid_call_fails_that_call_only_and_the_next_call_restarts(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, scriptable("fragile"), scriptable("other")) as h:
+        pid_before = text(await call(h, "fragile", "pid"))
+        crashed = await call(h, "fragile", "crash")
+        assert code(crashed) == "upstream_closed"
+        assert text(await call(h, "other", "add", a=1, b=2)) == "3"
+        recovered = await call(h, "fragile", "pid")
+        assert not recovered.is_error
+        assert text(recovered) != pid_before
+        servers = {s["name"]: s for s in h.runtime.status()["servers"]}
+        assert servers["fragile"]["restarts"] == 1
+        assert servers["other"]["restarts"] == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-6")
+async def test_malformed_replies_fail_only_the_affected_call(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("odd", call_timeout=1.0)) as h:
+        bad_shape = await call(h, "odd", "malformed", mode="bad_result")
+        assert code(bad_shape) == "upstream_protocol"
+        garbage = await call(h, "odd", "malformed", mode="garbage")
+        assert code(garbage) == "upstream_timeout"
+        assert text(await call(h, "odd", "add", a=3, b=4)) == "7"
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-5")
+async def test_oversized_upstream_result_is_truncated_with_a_marker(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("chatty"), max_result_bytes=4096) as h:
+        result = await call(h, "chatty", "big", size=200_000)
+        assert not result.is_error
+        assert "truncated" in text(result)
+        assert len(text(result)) < 8192
+
+
+@pytest.mark.anyio
+async def test_notification_flood_does_not_stop_the_proxy_serving(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("noisy"), scriptable("ok")) as h:
+        assert text(await call(h, "noisy", "flood", n=300)) == "flooded"
+        assert text(await call(h, "ok", "add", a=1, b=1)) == "2"
+        assert text(await call(h, "noisy", "add", a=1, b=1)) == "2"
+
+
+@pytest.mark.anyio
+async def test_slow_starting_upstream_is_waited_for_and_then_served(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("sleepy", "--start-delay", "1.5")) as h:
+        assert text(await call(h, "sleepy", "add", a=5, b=5)) == "10"
+
+
+@pytest.mark.anyio
+async def test_upstream_slower_than_its_connect_timeout_is_reported_not_fatal(
+    tmp_path: Path,
+) -> None:
+    late = scriptable("late", "--start-delay", "30", connect_timeout=1.0)
+    async with running(tmp_path, late, scriptable("ok")) as h:
+        assert text(await call(h, "ok", "add", a=1, b=1)) == "2"
+        servers = {s["name"]: s for s in h.runtime.status()["servers"]}
+        assert servers["late"]["health"] == "down"
+        assert servers["ok"]["health"] == "up"
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-3")
+async def test_repeated_upstream_failures_open_the_circuit_and_skip_upstream_io(
+    tmp_path: Path,
+) -> None:
+    server = scriptable("flaky", call_timeout=0.5)
+    async with running(tmp_path, server, breaker_failures=2, breaker_cooldown=60.0) as h:
+        for _ in range(2):
+            assert code(await call(h, "flaky", "hang")) == "upstream_timeout"
+        started = time.monotonic()
+        refused = await call(h, "flaky", "add", a=1, b=1)
+        assert code(refused) == "circuit_open"
+        assert time.monotonic() - started < 0.2
+        assert refused.structured_content["error"]["retry_after"] > 0  # type: ignore[index]
+        assert h.runtime.gateway.guard("flaky").calls == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-4")
+async def test_overload_beyond_in_flight_and_queue_fails_fast(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("busy"), max_in_flight=1, queue_size=0) as h:
+        results: list[str | None] = []
+
+        async def slow() -> None:
+            results.append(code(await call(h, "busy", "sleep", seconds=1.0)))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(slow)
+                while h.runtime.gateway.guard("busy").bulkhead.in_flight == 0:
+                    await anyio.sleep(0.01)
+                overloaded = await call(h, "busy", "add", a=1, b=1)
+        assert code(overloaded) == "overloaded"
+        assert results == [None]
