@@ -1,0 +1,129 @@
+"""UpstreamSession against in-process servers: both protocol eras, pagination, deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+import pytest
+
+from cartograph.config.model import ServerConfig
+from cartograph.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
+from cartograph.upstream.session import UpstreamSession
+from tests.upstream.conftest import fake
+
+pytestmark = pytest.mark.anyio
+
+
+def cfg(name: str = "fake", **kwargs: object) -> ServerConfig:
+    return ServerConfig.model_validate({"name": name, "command": "unused", **kwargs})
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_session_lists_and_calls_tools_in_either_protocol_era(protocol: str) -> None:
+    upstream = fake(["echo", "other"])
+    session = await UpstreamSession.open(cfg(protocol=protocol), target=upstream.server())
+    try:
+        server = await session.list_tools()
+        result = await session.call_tool("echo", {"text": "hi"}, timeout=5)
+    finally:
+        await session.aclose()
+    assert [t.name for t in server.tools] == ["echo", "other"]
+    assert server.name == "fake"
+    assert result.content[0].text == "hi"  # type: ignore[union-attr]
+    expected = "2026-07-28" if protocol == "auto" else "2025-11-25"
+    assert session.protocol_version == expected
+    assert session.last_list_bytes > 0
+
+
+async def test_list_tools_follows_every_pagination_cursor() -> None:
+    upstream = fake([f"t{i}" for i in range(7)], page_size=3)
+    session = await UpstreamSession.open(cfg(), target=upstream.server())
+    try:
+        server = await session.list_tools()
+    finally:
+        await session.aclose()
+    assert [t.name for t in server.tools] == [f"t{i}" for i in range(7)]
+
+
+async def test_a_cursor_that_repeats_is_a_protocol_error_not_a_hang() -> None:
+    upstream = fake([f"t{i}" for i in range(7)], page_size=3, repeat_cursor=True)
+    session = await UpstreamSession.open(cfg(), target=upstream.server())
+    try:
+        with pytest.raises(UpstreamProtocolError) as caught:
+            await session.list_tools()
+    finally:
+        await session.aclose()
+    assert caught.value.code == "upstream_protocol"
+
+
+@pytest.mark.promise("P-REL-1")
+async def test_a_hung_tool_yields_a_typed_timeout_within_the_deadline() -> None:
+    upstream = fake(["hang"])
+    session = await UpstreamSession.open(cfg(), target=upstream.server())
+    try:
+        started = anyio.current_time()
+        with pytest.raises(UpstreamTimeout) as caught:
+            await session.call_tool("hang", {}, timeout=0.3)
+        elapsed = anyio.current_time() - started
+    finally:
+        upstream.hang_forever.set()
+        await session.aclose()
+    assert caught.value.code == "upstream_timeout"
+    assert elapsed < 2.0
+
+
+async def test_a_session_opened_in_one_task_serves_calls_from_others() -> None:
+    upstream = fake(["echo"])
+    opened: list[UpstreamSession] = []
+
+    async def opener() -> None:
+        opened.append(await UpstreamSession.open(cfg(), target=upstream.server()))
+
+    await asyncio.create_task(opener())
+    session = opened[0]
+    texts: list[str] = []
+
+    async def caller(i: int) -> None:
+        result = await session.call_tool("echo", {"text": str(i)}, timeout=5)
+        texts.append(result.content[0].text)  # type: ignore[union-attr]
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            for i in range(5):
+                tasks.start_soon(caller, i)
+    finally:
+        await session.aclose()
+    assert sorted(texts) == ["0", "1", "2", "3", "4"]
+
+
+async def test_a_closed_session_refuses_calls_with_a_clear_code() -> None:
+    session = await UpstreamSession.open(cfg(), target=fake(["echo"]).server())
+    assert session.alive
+    await session.aclose()
+    assert not session.alive
+    with pytest.raises(UpstreamUnavailable) as caught:
+        await session.call_tool("echo", {}, timeout=1)
+    assert caught.value.code == "upstream_session_closed"
+
+
+async def test_tools_list_changed_reaches_the_callback_on_a_handshake_era_session() -> None:
+    upstream = fake(["grow"])
+    session = await UpstreamSession.open(cfg(protocol="legacy"), target=upstream.server())
+    changed = anyio.Event()
+    seen: list[str] = []
+
+    def on_change(server: str) -> None:
+        seen.append(server)
+        changed.set()
+
+    session.on_tools_changed(on_change)
+    try:
+        await session.call_tool("grow", {}, timeout=5)
+        with anyio.fail_after(5):
+            await changed.wait()
+        server = await session.list_tools()
+    finally:
+        await session.aclose()
+    assert seen == ["fake"]
+    assert [t.name for t in server.tools] == ["grow", "grown_1"]
