@@ -254,3 +254,19 @@ def modern_call(tool: str, arguments: dict[str, Any]) -> tuple[dict[str, str], d
         "params": {"name": tool, "arguments": arguments, "_meta": meta},
     }
     return headers, body
+
+
+def modern_request(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``httpx`` keyword arguments for one self-contained 2026-07-28 request."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {**MCP_HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {**(params or {}), "_meta": meta},
+    }
+    return {"json": body, "headers": headers}

@@ -62,9 +62,8 @@ def with_catalog_property(tool: Tool, catalogs: Sequence[str], *, required: bool
 
 
 def _catalog_property(catalogs: Sequence[str], *, required: bool) -> dict[str, Any]:
-    names = ", ".join(catalogs)
-    text = f"Catalog to act in: {names}." if required else f"Catalog to act in ({names})."
-    return {"type": "string", "enum": list(catalogs), "description": text}
+    """Short on purpose: it is repeated in every tool, and the enum already names the values."""
+    return {"type": "string", "enum": list(catalogs), "description": "Catalog to act in."}
 
 
 def policy_key(catalog: str) -> str:

@@ -12,7 +12,7 @@ from cartograph.server.http.app import (
     HttpSettings,
     build_http_app,
 )
-from cartograph.server.http.serve import check_bind, run_http, serve_http
+from cartograph.server.http.serve import ServedApp, check_bind, http_app, run_http, serve_http
 
 __all__ = [
     "HEALTH_PATH",
@@ -20,8 +20,10 @@ __all__ = [
     "ROUTED_PATH",
     "CatalogMount",
     "HttpSettings",
+    "ServedApp",
     "build_http_app",
     "check_bind",
+    "http_app",
     "run_http",
     "serve_http",
 ]

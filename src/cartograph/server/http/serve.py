@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import anyio
 import uvicorn
+from starlette.applications import Starlette
 
 from cartograph.config.catalogs import (
     MountMode,
@@ -56,21 +58,36 @@ def check_bind(
         )
 
 
-SurfaceFactory = Callable[
-    [Config, Sequence[ResolvedCatalog], TokenAuthority, bool],
-    contextlib.AbstractAsyncContextManager[tuple[list[CatalogMount], dict[str, ToolSurface]]],
-]
-"""Builds (per-catalog mounts, routed targets without prefix) and owns their runtimes."""
+class SurfaceFactory(Protocol):
+    """Builds (per-catalog mounts, routed targets without prefix) and owns their runtimes."""
+
+    def __call__(
+        self,
+        config: Config,
+        catalogs: Sequence[ResolvedCatalog],
+        authority: TokenAuthority,
+        routed: bool,
+        *,
+        attest_in_memory: bool = False,
+    ) -> contextlib.AbstractAsyncContextManager[
+        tuple[list[CatalogMount], dict[str, ToolSurface]]
+    ]: ...
 
 
 @contextlib.asynccontextmanager
 async def gateway_surfaces(
-    config: Config, catalogs: Sequence[ResolvedCatalog], authority: TokenAuthority, routed: bool
+    config: Config,
+    catalogs: Sequence[ResolvedCatalog],
+    authority: TokenAuthority,
+    routed: bool,
+    *,
+    attest_in_memory: bool = False,
 ) -> AsyncIterator[tuple[list[CatalogMount], dict[str, ToolSurface]]]:
     """One ``CatalogRuntime`` per catalog; its ``ProxyHandlers`` with prefix, and a bare twin.
 
-    The twin shares the runtime, the authorizer and the audit sink: the routed
+    The twin shares the runtime, the authorizer and the audit log: the routed
     mount dispatches into the very code path the per-catalog endpoint runs.
+    Upstream sessions are never shared across downstream clients (P-POOL-1).
     """
     from cartograph.server.handlers import ProxyHandlers
     from cartograph.server.runtime import CatalogRuntime
@@ -79,23 +96,24 @@ async def gateway_surfaces(
     targets: dict[str, ToolSurface] = {}
     async with contextlib.AsyncExitStack() as stack:
         for cat in catalogs:
-            runtime = await CatalogRuntime.start(config, cat.servers, name=cat.name)
+            runtime = await CatalogRuntime.start(
+                config, cat.servers, name=cat.name, policy=cat.policy, attest_live=attest_in_memory
+            )
             stack.push_async_callback(runtime.aclose)
-
-            def handlers(
-                prefix: str | None, cat: ResolvedCatalog = cat, runtime: Any = runtime
-            ) -> Any:
-                return ProxyHandlers(
+            for prefix, routed_twin in ((cat.tool_prefix, False), (None, True)):
+                if routed_twin and not routed:
+                    continue
+                handlers = ProxyHandlers(
                     runtime,
                     catalog=cat.name,
                     policy=cat.policy,
                     tool_prefix=prefix,
                     authorize=authority.authorize,
                 )
-
-            mounts.append(CatalogMount(cat.name, handlers(cat.tool_prefix)))
-            if routed:
-                targets[cat.name] = handlers(None)
+                if routed_twin:
+                    targets[cat.name] = handlers
+                else:
+                    mounts.append(CatalogMount(cat.name, handlers))
         yield mounts, targets
 
 
@@ -108,18 +126,29 @@ def settings_for(config: Config, host: str) -> HttpSettings:
     )
 
 
-async def run_http(
+@dataclass(frozen=True, slots=True)
+class ServedApp:
+    """An assembled HTTP app and the decisions behind it."""
+
+    app: Starlette
+    mount_mode: MountMode
+    catalogs: tuple[ResolvedCatalog, ...]
+    mounts: tuple[CatalogMount, ...]
+    routed_targets: Mapping[str, ToolSurface]
+
+
+@contextlib.asynccontextmanager
+async def http_app(
     config: Config,
     *,
     host: str | None = None,
-    port: int | None = None,
     mount_mode: str | None = None,
     allow_remote: bool = False,
+    attest_in_memory: bool = False,
     environ: Mapping[str, str] | None = None,
     surfaces: SurfaceFactory = gateway_surfaces,
-    on_ready: Callable[[str], None] | None = None,
-) -> None:
-    """Validate, start the catalogs, serve until cancelled or signalled."""
+) -> AsyncIterator[ServedApp]:
+    """Validate everything, start every catalog, and yield the app that serves them."""
     mode: MountMode = resolve_mount_mode(mount_mode, config, environ)
     catalogs = resolve_catalogs(config, mode)
     authority = TokenAuthority.from_config(config.http, environ)
@@ -130,16 +159,33 @@ async def run_http(
         authority=authority,
         allowed_hosts=config.http.allowed_hosts,
     )
-    sock = _bind_socket(bind, config.http.port if port is None else port)
     routed = mode == "routed"
-    async with surfaces(config, catalogs, authority, routed) as (mounts, targets):
+    async with surfaces(config, catalogs, authority, routed, attest_in_memory=attest_in_memory) as (
+        mounts,
+        targets,
+    ):
         app = build_http_app(
             mounts,
             authority=authority,
             routed=RoutedHandlers(targets) if routed else None,
             settings=settings_for(config, bind),
         )
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        yield ServedApp(app, mode, catalogs, tuple(mounts), targets)
+
+
+async def run_http(
+    config: Config,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    **options: Any,
+) -> None:
+    """Bind, start the catalogs, serve until cancelled or signalled (options: see http_app)."""
+    bind = host or config.http.host
+    async with http_app(config, host=bind, **options) as served:
+        sock = _bind_socket(bind, config.http.port if port is None else port)
+        server = uvicorn.Server(uvicorn.Config(served.app, log_level="warning", lifespan="on"))
         if on_ready is not None:
             name, bound_port = sock.getsockname()[:2]
             on_ready(f"http://{_url_host(name)}:{bound_port}")

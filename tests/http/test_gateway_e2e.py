@@ -1,0 +1,244 @@
+"""Three catalogs in one process with the real gateway, a real upstream and the SDK client.
+
+Everything below ``build_http_app`` is the production path: ``http_app`` (what
+``serve --http`` runs) starts one ``CatalogRuntime`` per catalog, wraps each in
+``ProxyHandlers`` (prefixed for its endpoint, bare for the routed mount) and
+talks to a real MCP server over streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cartograph.config.model import (
+    CatalogConfig,
+    CatalogPolicy,
+    Config,
+    HttpConfig,
+    IndexConfig,
+    ServerConfig,
+    TokenConfig,
+)
+from cartograph.server.http import ServedApp, http_app
+from tests.http.support import (
+    error_code,
+    http_client,
+    mcp_client,
+    modern_request,
+    serving,
+    tool_text,
+)
+from tests.http.upstream import HeaderLog, upstream_app
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "cartograph-client-token-0123456789abcdef"
+SCOPED = "cartograph-alpha-only-token-0123456789ab"
+ENV = {"CARTO_TOKEN": TOKEN, "ALPHA_TOKEN": SCOPED}
+UPSTREAM_KEY = "upstream-own-credential-42"
+CATALOGS = ("alpha", "beta", "gamma")
+DISCOVERY_ONLY = CatalogPolicy(proxy_tools=("discover", "status"))
+NO_ADD = CatalogPolicy(deny=("echo/add",))
+ADD = {"server": "echo", "tool": "add", "arguments": {"a": 1, "b": 2}}
+
+
+@pytest.fixture
+def upstream() -> Iterator[tuple[str, HeaderLog]]:
+    log = HeaderLog()
+    with serving(upstream_app(log)) as base:
+        yield f"{base}/mcp", log
+
+
+def three_catalogs(state: Path, upstream_url: str, *, tokens: bool = True) -> Config:
+    server = ServerConfig(
+        name="echo",
+        transport="streamable-http",
+        url=upstream_url,
+        headers={"X-Upstream-Key": UPSTREAM_KEY},
+    )
+    token_cfg = (
+        (
+            TokenConfig(principal="carol", token_env="CARTO_TOKEN"),
+            TokenConfig(principal="alice", token_env="ALPHA_TOKEN", catalogs=("alpha",)),
+        )
+        if tokens
+        else ()
+    )
+    return Config(
+        state_dir=state,
+        servers=(server,),
+        index=IndexConfig(embedder="fake"),
+        catalogs=(
+            CatalogConfig(name="alpha", servers=("echo",)),
+            CatalogConfig(
+                name="beta",
+                servers=("echo",),
+                policy=CatalogPolicy(proxy_tools=("discover", "status")),
+            ),
+            CatalogConfig(
+                name="gamma", servers=("echo",), policy=CatalogPolicy(deny=("echo/add",))
+            ),
+        ),
+        http=HttpConfig(tokens=token_cfg),
+    )
+
+
+@pytest.fixture
+async def served(
+    tmp_path: Path, upstream: tuple[str, HeaderLog]
+) -> AsyncIterator[tuple[ServedApp, str]]:
+    config = three_catalogs(tmp_path / "state", upstream[0])
+    async with http_app(config, mount_mode="routed", attest_in_memory=True, environ=ENV) as app:
+        with serving(app.app) as base:
+            yield app, base
+
+
+def _audits(app: ServedApp) -> list[Any]:
+    records: list[Any] = []
+    seen: set[int] = set()
+    for mount in app.mounts:
+        log = mount.surface.audit  # type: ignore[attr-defined]
+        if id(log) not in seen:
+            seen.add(id(log))
+            records.extend(log.records)
+    return records
+
+
+@pytest.mark.promise("P-AUTH-3")
+async def test_a_routed_call_runs_at_the_real_target_with_one_decision_and_one_audit(
+    served: tuple[ServedApp, str],
+) -> None:
+    app, base = served
+    decisions: list[tuple[str | None, str, str]] = []
+    for surface in [*(m.surface for m in app.mounts), *app.routed_targets.values()]:
+        original = surface.authorize  # type: ignore[attr-defined]
+
+        def counting(principal: str | None, catalog: str, tool: str, _orig: Any = original) -> None:
+            decisions.append((principal, catalog, tool))
+            _orig(principal, catalog, tool)
+
+        surface.authorize = counting  # type: ignore[attr-defined]
+    async with mcp_client(f"{base}/mcp/routed", token=TOKEN) as client:
+        result = await client.call_tool(
+            "call",
+            {"catalog": "gamma", "server": "echo", "tool": "echo", "arguments": {"message": "hi"}},
+        )
+    assert not result.is_error, tool_text(result)
+    assert json.loads(tool_text(result)) == {"message": "hi"}
+    assert decisions == [("carol", "gamma", "call")]
+    [record] = _audits(app)
+    assert (record.catalog, record.principal, record.server, record.tool, record.outcome) == (
+        "gamma",
+        "carol",
+        "echo",
+        "echo",
+        "ok",
+    )
+
+
+async def test_routed_policy_refusals_name_the_catalog_and_the_config_key(
+    served: tuple[ServedApp, str],
+) -> None:
+    _, base = served
+    async with mcp_client(f"{base}/mcp/routed", token=TOKEN) as client:
+        hidden = await client.call_tool(
+            "call", {"catalog": "beta", "server": "echo", "tool": "echo", "arguments": {}}
+        )
+        denied = await client.call_tool(
+            "call",
+            {"catalog": "gamma", "server": "echo", "tool": "add", "arguments": {"a": 1, "b": 2}},
+        )
+        allowed = await client.call_tool(
+            "call",
+            {"catalog": "alpha", "server": "echo", "tool": "add", "arguments": {"a": 1, "b": 2}},
+        )
+        missing = await client.call_tool("status", {})
+    assert error_code(hidden) == "tool_not_exposed"
+    assert 'catalogs[name="beta"].policy.proxy_tools' in tool_text(hidden)
+    assert error_code(denied) == "tool_denied"
+    assert 'catalogs[name="gamma"].policy' in tool_text(denied)
+    assert tool_text(allowed) == "3"
+    assert error_code(missing) == "catalog_required"
+
+
+@pytest.mark.promise("P-AUTH-2")
+async def test_a_principal_scoped_to_alpha_cannot_reach_beta_through_either_mount(
+    served: tuple[ServedApp, str],
+) -> None:
+    _, base = served
+    with http_client(base, SCOPED) as http:
+        own_endpoint = http.post("/mcp/beta", **modern_request("tools/list"))
+    async with mcp_client(f"{base}/mcp/routed", token=SCOPED) as client:
+        listed = sorted(t.name for t in (await client.list_tools()).tools)
+        status_b = await client.call_tool("status", {"catalog": "beta"})
+        discover_b = await client.call_tool("discover", {"catalog": "beta", "task": "echo"})
+        status_a = await client.call_tool("status", {"catalog": "alpha"})
+    assert own_endpoint.status_code == 403
+    assert listed == ["call", "discover", "status"]
+    assert error_code(status_b) == "catalog_forbidden"
+    assert error_code(discover_b) == "catalog_forbidden"
+    assert not status_a.is_error
+
+
+@pytest.mark.promise("P-AUTH-1")
+async def test_the_client_authorization_header_and_cookies_never_reach_the_upstream(
+    served: tuple[ServedApp, str], upstream: tuple[str, HeaderLog]
+) -> None:
+    _, base = served
+    _, log = upstream
+    log.requests.clear()
+    cookie = {"Cookie": "session=client-cookie-value"}
+    for path, tool, extra in (
+        ("/mcp/routed", "call", {"catalog": "alpha"}),
+        ("/mcp/alpha", "alpha_call", {}),
+    ):
+        async with mcp_client(f"{base}{path}", token=TOKEN, headers=cookie) as client:
+            result = await client.call_tool(
+                tool, {**extra, "server": "echo", "tool": "echo", "arguments": {"message": "x"}}
+            )
+            assert not result.is_error, tool_text(result)
+    assert log.requests, "the upstream saw no request at all"
+    assert "authorization" not in log.names()
+    assert "cookie" not in log.names()
+    assert not any(TOKEN in v or "client-cookie-value" in v for v in log.values())
+    assert all(r.get("x-upstream-key") == UPSTREAM_KEY for r in log.requests)
+
+
+async def test_three_catalogs_one_process_per_catalog_and_routed_tools_list_bytes(
+    served: tuple[ServedApp, str],
+) -> None:
+    _, base = served
+    sizes: dict[str, int] = {}
+    with http_client(base, TOKEN) as http:
+        for path in (*(f"/mcp/{c}" for c in CATALOGS), "/mcp/routed"):
+            response = http.post(path, **modern_request("tools/list"))
+            assert response.status_code == 200, response.text
+            sizes[path] = len(response.content)
+    per_catalog = sum(sizes[f"/mcp/{c}"] for c in CATALOGS)
+    routed = sizes["/mcp/routed"]
+    print(f"\ntools/list bytes: {sizes}; per-catalog total {per_catalog} vs routed {routed}")
+    # D187: the catalog property makes each schema a little larger, so "well under
+    # two copies" of one mount, not "exactly one"
+    assert routed < 2 * max(sizes[f"/mcp/{c}"] for c in CATALOGS)
+    assert routed < per_catalog
+
+
+async def test_instructions_name_the_tools_as_each_mount_shows_them(
+    served: tuple[ServedApp, str],
+) -> None:
+    _, base = served
+    texts = {}
+    for path in ("/mcp/alpha", "/mcp/routed"):
+        async with mcp_client(f"{base}{path}", token=TOKEN, mode="legacy") as client:
+            result = client.session.initialize_result
+            assert result is not None
+            texts[path] = result.instructions or ""
+    assert "`alpha_discover`" in texts["/mcp/alpha"] and "`discover`" not in texts["/mcp/alpha"]
+    assert 'catalog="beta": discover, status' in texts["/mcp/routed"]
+    assert 'catalog="alpha": discover, status, call' in texts["/mcp/routed"]
+    assert "alpha_" not in texts["/mcp/routed"]
