@@ -257,6 +257,8 @@ class TypeMapper:
         kinds = [_kind(v) for v in values]
         if not values or any(k in (None, "float") for k in kinds):
             base = {k: v for k, v in schema.items() if k not in ("enum", "const")}
+            if "type" not in base and values:  # Literal cannot hold floats or containers
+                base["type"] = sorted({_json_type(v) for v in values})
             return self.map(base or True, parts, pointer)
         seen: list[tuple[str, object]] = []
         for value, kind in zip(values, kinds, strict=True):
@@ -348,6 +350,17 @@ class TypeMapper:
         self.used.add("TypedDict")
         self.typed_dicts.append(TypedDictDef(name, fields, ".".join(parts)))
         return single(name, "object")
+
+
+def _json_type(value: object) -> str:
+    """The JSON Schema type name of a value (numbers widen to ``number``)."""
+    kind = _kind(value)
+    if kind in ("int", "float"):
+        return "number"
+    names = {"str": "string", "bool": "boolean", "none": "null"}
+    if kind is not None:
+        return names[kind]
+    return "array" if isinstance(value, list) else "object"
 
 
 def _child(pointer: str | None, *tokens: str) -> str | None:
