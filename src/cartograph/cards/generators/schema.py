@@ -19,6 +19,7 @@ from cartograph.cards.generators.text import describe_fragment, readable_words
 
 MAX_DEPTH: Final = 6
 PARAM_WORDS: Final = 10
+ENUM_LISTED: Final = 8
 _FORMAT_SAMPLES: Final = {
     "uri": "https://example.com",
     "url": "https://example.com",
@@ -161,16 +162,18 @@ def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str,
 
 
 def param_phrase(name: str, prop: Mapping[str, Any], is_required: bool) -> str:
-    """``min price (number, optional, default 0): lowest nightly price`` in plain words."""
+    """``min price (optional): lowest nightly price`` in plain words.
+
+    Types and defaults stay in the schema (which ``discover`` shows): this
+    text is ranked, and type words are the same noise for every tool.
+    """
     words = " ".join(readable_words(name)) or name
-    facts = [_type_name(prop), "required" if is_required else "optional"]
+    facts = [] if is_required else ["optional"]
     enum = prop.get("enum")
-    if isinstance(enum, list) and enum:
-        facts.append("one of " + ", ".join(str(v) for v in enum[:6]))
-    if "default" in prop and not isinstance(prop["default"], dict | list):
-        facts.append(f"default {prop['default']}")
+    if isinstance(enum, list) and 0 < len(enum) <= ENUM_LISTED:
+        facts.append("one of " + ", ".join(str(v) for v in enum))
     hint = describe_fragment(str(prop.get("description", "")), max_words=PARAM_WORDS)
-    text = f"{words} ({', '.join(f for f in facts if f)})"
+    text = f"{words} ({'; '.join(facts)})" if facts else words
     return f"{text}: {hint}" if hint else text
 
 

@@ -39,7 +39,7 @@ TEMPLATE_GENERATOR: Final = "template"
 TEMPLATE_VERSION: Final = "2"
 TOOL_DIGEST_WORDS: Final = 40
 TOOL_TEXT_WORDS: Final = 110
-INPUTS_LISTED: Final = 8
+INPUTS_LISTED: Final = 4
 SERVER_DIGEST_WORDS: Final = 30
 SERVER_TOOLS_LISTED: Final = 12
 SERVER_SUMMARY_WORDS: Final = 90
@@ -50,6 +50,9 @@ _STOP: Final = frozenset(
     based about over your you their them can will may which what when where how tool tools
     server servers mcp api data""".split()  # noqa: SIM905 - a word list reads better as text
 )
+
+
+_NAME_BOILERPLATE: Final = frozenset({"mcp", "server", "service", "model", "context", "protocol"})
 
 
 class TemplateGenerator:
@@ -87,7 +90,8 @@ def publisher_texts(server: ServerDef) -> list[str]:
 
 def tool_action(tool: ToolDef) -> str:
     """The tool's name as a plain phrase: ``get_repo_info`` → ``Get repository information``."""
-    return phrase(readable_words(tool.name)) or tool.name
+    words = readable_words(tool.name)
+    return phrase([w for w in words if w != "mcp"] or words) or tool.name
 
 
 def _tool_text(tool: ToolDef, grams: set[tuple[str, ...]]) -> ToolText:
@@ -116,22 +120,14 @@ def _tool_description(
     parts = [f"{tool_action(tool)}."]
     if digest and _adds_words(digest, tool.name):
         parts.append(f"{digest}.")
-    inputs = [_input_words(name, props[name], name in needed) for name in ordered]
+    inputs = [" ".join(readable_words(name)) or name for name in ordered if name in needed]
     if inputs:
         shown = ", ".join(inputs[:INPUTS_LISTED])
         more = f" and {len(inputs) - INPUTS_LISTED} more" if len(inputs) > INPUTS_LISTED else ""
-        parts.append(f"Inputs: {shown}{more}.")
-    else:
+        parts.append(f"Needs {shown}{more}.")
+    elif not props:
         parts.append("Takes no inputs.")
     return " ".join(parts)
-
-
-def _input_words(name: str, prop: Mapping[str, Any], is_required: bool) -> str:
-    words = " ".join(readable_words(name)) or name
-    enum = prop.get("enum")
-    if isinstance(enum, list) and 0 < len(enum) <= 6:
-        words += " (" + "/".join(str(v) for v in enum) + ")"
-    return words if is_required else f"optional {words}"
 
 
 def _adds_words(digest: str, name: str) -> bool:
@@ -156,7 +152,7 @@ def _make_distinct(texts: dict[str, ToolText]) -> dict[str, ToolText]:
 
 
 def _capability(server: ServerDef, grams: set[tuple[str, ...]]) -> Capability:
-    title = phrase(readable_words(server.name)) or server.name
+    title = server_title(server.name)
     digest = describe_fragment(server.description, max_words=SERVER_DIGEST_WORDS)
     actions = [tool_action(t).lower() for t in server.tools[:SERVER_TOOLS_LISTED]]
     more = len(server.tools) - len(actions)
@@ -172,6 +168,14 @@ def _capability(server: ServerDef, grams: set[tuple[str, ...]]) -> Capability:
         guidance=_guidance(server),
         tags=_tags(server),
     )
+
+
+def server_title(name: str) -> str:
+    """The server's name as words, without the "MCP server" boilerplate every name repeats."""
+    words = readable_words(name)
+    plain = [w for w in words if w not in _NAME_BOILERPLATE]
+    deduped = [w for i, w in enumerate(plain) if w not in plain[:i]]
+    return phrase(deduped or words) or name
 
 
 def _guidance(server: ServerDef) -> str:

@@ -31,6 +31,12 @@ _TAG: Final = re.compile(r"<[^<>]{0,200}>")
 _CODE_BLOCK: Final = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _MARKUP: Final = re.compile(r"[*_`#>|~\[\]{}]+")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|[\n\r]+|(?<=[。！？；;])")
+_SECTION: Final = re.compile(
+    r"(?:^|\n|\s)(?:args|arguments|parameters|params|returns?|raises|examples?|usage|"
+    r"inputs?|outputs?|response)\s*:.*",
+    re.IGNORECASE | re.DOTALL,
+)
+_CLAUSE: Final = re.compile(r"[,，、;；:：]")
 _ODD_TOKEN: Final = re.compile(r"\b(?=\w*\d)(?=\w*[A-Za-z])\w{8,}\b|\b[0-9a-fA-F]{12,}\b")
 
 # Instructions aimed at the model rather than descriptions of the tool. A
@@ -65,7 +71,7 @@ _SUPERLATIVES: Final = frozenset(
     """best fastest easiest greatest ultimate perfect perfectly amazing awesome powerful
     powerfully blazing blazingly incredible incredibly revolutionary seamless seamlessly
     cutting-edge state-of-the-art world-class unparalleled unmatched superior premium
-    effortless effortlessly robust comprehensive ideal ideally excellent outstanding
+    effortless effortlessly robust comprehensive ideal ideally excellent outstanding essential
     magical lightning super extremely highly very truly simply smart intelligent
     enterprise-grade production-ready""".split()  # noqa: SIM905 - a word list reads better as text
 )
@@ -79,7 +85,7 @@ _BOILERPLATE: Final = tuple(
         r"\b(an?|the|this)\s+mcp\s+(server|tool)s?\b",
         r"\bmcp\s+(server|tool|service)s?\b",
         r"\b(for|to)\s+(llms?|ai\s+agents?|ai\s+assistants?|agents?|claude|chatgpt)\b",
-        r"\b(enables?|allows?|lets|helps)\s+(llms?|ai|agents?|users?|you|claude)\s+(to\s+)?",
+        r"\b(enables?|allows?|allowing|enabling|lets|letting|helps)\s+(llms?|ai\s+assistants?|ai\s+agents?|ai|agents?|users?|you|claude)\s+(to\s+)?",
         r"^\s*(this|the|a|an)\s+(tool|function|server|endpoint|method|api)\s+"
         r"(that\s+|which\s+|will\s+|can\s+|is\s+used\s+to\s+|is\s+able\s+to\s+|to\s+)?",
         r"^\s*(tool|function)\s+(to|that|for)\s+",
@@ -87,6 +93,13 @@ _BOILERPLATE: Final = tuple(
         r"\bmcp\b",
     )
 )
+
+FUNCTION_WORDS: Final = frozenset(
+    """a an the of to in on at by for with from into onto and or but as is are was were be been
+    being it its this that these those which who whom whose than then there here so such
+    also just both either each""".split()  # noqa: SIM905 - a word list reads better as text
+)
+_ARTICLES: Final = re.compile(r"\b(?:a|an|the)\s+", re.IGNORECASE)
 
 _ABBREVIATIONS: Final = {
     "repo": "repository",
@@ -164,32 +177,46 @@ def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
 
 
 def break_copied_runs(text: str, grams: set[tuple[str, ...]], n: int = COPY_RUN_WORDS) -> str:
-    """Drop just enough words that no ``n``-word run of ``text`` is in ``grams``."""
+    """Drop just enough words that no ``n``-word run of ``text`` is in ``grams``.
+
+    In each offending run the least informative word goes first (a function
+    word, else the shortest), so meaning survives the cut.
+    """
     if not grams:
         return text
-    kept: list[tuple[int, int, str]] = []
-    drops: list[tuple[int, int]] = []
-    for match in _TOKEN.finditer(text):
-        word = match.group(0).lower()
-        window = (*(w for _, _, w in kept[-(n - 1) :]), word)
-        if len(window) == n and window in grams:
-            drops.append(match.span())
-            continue
-        kept.append((match.start(), match.end(), word))
-    if not drops:
+    spans = [(m.start(), m.end(), m.group(0).lower()) for m in _TOKEN.finditer(text)]
+    kept = list(range(len(spans)))
+    dropped: set[int] = set()
+    while (window := _first_copied_window(kept, spans, grams, n)) is not None:
+        victim = min(window, key=lambda i: (spans[i][2] not in FUNCTION_WORDS, len(spans[i][2])))
+        dropped.add(victim)
+        kept.remove(victim)
+    if not dropped:
         return text
     out, last = [], 0
-    for start, end in drops:
+    for index in sorted(dropped):
+        start, end, _ = spans[index]
         out.append(text[last:start])
         last = end
     out.append(text[last:])
     return _squash("".join(out))
 
 
+def _first_copied_window(
+    kept: list[int], spans: list[tuple[int, int, str]], grams: set[tuple[str, ...]], n: int
+) -> list[int] | None:
+    for start in range(len(kept) - n + 1):
+        window = kept[start : start + n]
+        if tuple(spans[i][2] for i in window) in grams:
+            return window
+    return None
+
+
 def clean(text: str) -> str:
     """Unicode-normalise and strip invisible, control, markup and link content."""
     text = unicodedata.normalize("NFKC", text)
     text = "".join(_visible(ch) for ch in text)
+    text = _join_wrapped_lines(text)
     text = _CODE_BLOCK.sub(" ", text)
     text = _HIDDEN_BLOCK.sub(" ", text)
     text = _TAG.sub(" ", text)
@@ -197,6 +224,20 @@ def clean(text: str) -> str:
     text = _EMAIL.sub(" ", text)
     text = _MARKUP.sub(" ", text)
     return _squash(text)
+
+
+def _join_wrapped_lines(text: str) -> str:
+    """Re-join hard-wrapped prose; keep real breaks (blank lines, bullets, finished sentences)."""
+    lines = text.split("\n")
+    out = lines[0]
+    for line in lines[1:]:
+        stripped = line.strip()
+        ends = out.rstrip()[-1:] in (".", "!", "?", ":", ";", "。", "！", "？", "")
+        if ends or not stripped or re.match(r"[-*•+]|\d+[.)]", stripped):
+            out += "\n" + line
+        else:
+            out += " " + stripped
+    return out
 
 
 def _visible(ch: str) -> str:
@@ -216,6 +257,7 @@ def _squash(text: str) -> str:
     text = re.sub(r"[ \t]+", " ", text)
     text = re.sub(r"\s+([,.;:!?)])", r"\1", text)
     text = re.sub(r"([(])\s+", r"\1", text)
+    text = re.sub(r"\(\s*[,;:]?\s*\)", "", text)
     text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
     return text.strip(" \t\n,;:-")
 
@@ -233,10 +275,12 @@ def describe_fragment(text: str, *, max_words: int) -> str:
     """A sanitised digest of publisher text: descriptive sentences only, capped."""
     kept: list[str] = []
     budget = max_words
-    for sentence in sentences(clean(text)):
+    for sentence in sentences(_SECTION.sub("", clean(text))):
         if is_instruction(sentence):
             continue
         plain = _plain(sentence)
+        if _has_cjk(plain):
+            plain = _cjk_clauses(plain, COPY_RUN_WORDS - 1)
         words = plain.split()
         if len(words) < 2 and not _has_cjk(plain):
             continue
@@ -252,11 +296,33 @@ def _plain(sentence: str) -> str:
     for pattern in _BOILERPLATE:
         sentence = pattern.sub(" ", sentence)
     sentence = _ODD_TOKEN.sub(" ", sentence)
+    sentence = _ARTICLES.sub("", sentence)
     words = [w for w in sentence.split() if w.lower().strip(",.;:!?()\"'") not in _SUPERLATIVES]
     text = _squash(" ".join(words)).rstrip(".。!！?？")
     if text and text[0].islower():
         text = text[0].upper() + text[1:]
     return text
+
+
+def _cjk_clauses(text: str, limit: int) -> str:
+    """Whole clauses of CJK text, at most ``limit`` characters-as-words in all.
+
+    Each CJK character counts as a word for the copy check, so long CJK text is
+    cut at clause boundaries instead of losing characters mid-word.
+    """
+    kept: list[str] = []
+    used = 0
+    for clause in _CLAUSE.split(text):
+        size = len(tokens(clause))
+        if not size:
+            continue
+        if used + size > limit:
+            if not kept:
+                kept.append("".join(tokens(clause)[:limit]))
+            break
+        kept.append(clause.strip())
+        used += size
+    return ", ".join(kept)
 
 
 def _has_cjk(text: str) -> bool:
