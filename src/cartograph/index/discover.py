@@ -18,6 +18,7 @@ from a labelled query set (see ``docs/retrieval.md``).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
 import numpy as np
@@ -26,13 +27,15 @@ from pydantic import BaseModel, ConfigDict
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import RetrievalError
 from cartograph.index.rankers.base import QueryContext
-from cartograph.index.schema_compact import compact_schema
+from cartograph.index.schema_compact import compact_schema, schema_signature
+from cartograph.index.text import tokenize
 from cartograph.index.tool_index import ToolIndex
 
 DEFAULT_K: Final = 5
 # Calibrated on LiveMCPBench with the shipped MiniLM (docs/retrieval.md).
 DEFAULT_ABSTAIN_THRESHOLD: Final = 0.30
 ABSTAIN_SHOWN: Final = 3
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 ABSTAIN_HINT: Final = (
     "No tool fits this task well. The closest tools are listed, but check them before "
     "calling. Rephrase the task as one concrete step (what to do to what), or run "
@@ -73,16 +76,23 @@ class DiscoverResult(_Frozen):
     hint: str | None = None
 
     def to_text(self) -> str:
-        """A compact rendering for an agent's context (fewer tokens than JSON)."""
-        lines: list[str] = []
-        if self.abstained and self.hint:
-            lines.append(self.hint)
-        for rank, t in enumerate(self.tools, start=1):
-            lines.append(f"{rank}. {t.server} / {t.tool} (score {t.score:.2f})")
-            lines.append(f"   {t.description}")
-            lines.append(f"   args: {_dumps(t.input_schema)}")
-            if t.example:
-                lines.append(f"   example: {_dumps(t.example)}")
+        """A compact rendering for an agent's context (about half the raw tokens).
+
+        Tools are grouped under their server; sentences of a description that
+        only restate the tool or argument names are left out (the JSON form
+        keeps the full text); an example is shown where arguments are
+        structured (arrays, objects), where it helps most.
+        """
+        lines: list[str] = [self.hint] if self.abstained and self.hint else []
+        server = None
+        for t in self.tools:
+            if t.server != server:
+                server = t.server
+                lines.append(f"[{server}]")
+            lines.append(f"- {t.tool}: {_informative(t.description, t.tool, t.input_schema)}")
+            lines.append(f"  args: {schema_signature(t.input_schema)}")
+            if t.example and _structured(t.input_schema):
+                lines.append(f"  e.g. {_dumps(t.example)}")
         if not self.tools:
             lines.append("No tools are available.")
         return "\n".join(lines)
@@ -149,3 +159,19 @@ def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> Discove
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _informative(description: str, tool: str, schema: dict[str, Any]) -> str:
+    """Drop sentences whose words all come from the tool's or its arguments' names."""
+    known = set(tokenize(tool)) | {"input", "optional", "argument", "parameter"}
+    for name in schema.get("properties") or {}:
+        known.update(tokenize(str(name)))
+    kept = [s for s in _SENTENCE.split(description) if s and not set(tokenize(s)) <= known]
+    return " ".join(kept) if kept else description
+
+
+def _structured(schema: dict[str, Any]) -> bool:
+    properties = schema.get("properties") or {}
+    return any(
+        isinstance(p, dict) and p.get("type") in ("array", "object") for p in properties.values()
+    )

