@@ -115,17 +115,18 @@ class RecordingSurface:
         return f"Catalog {self.catalog}: tools {names}."
 
 
-def free_socket(host: str = "127.0.0.1") -> socket.socket:
+def free_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind((host, 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
     sock.listen(64)  # connections queue in the backlog until uvicorn accepts: no wait needed
     return sock
 
 
 @contextlib.contextmanager
-def serving(app: ASGIApp) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on a free loopback port in a thread; yields the base URL."""
-    sock = free_socket()
+def serving(app: ASGIApp, port: int = 0) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a loopback port (default: free) in a thread; yields its URL."""
+    sock = free_socket(port=port)
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -23,6 +23,7 @@ EXIT_CARTOGRAPH_ERROR: Final = 2
 COMMAND_MODULES: Final[tuple[str, ...]] = (
     "cards",
     "federation",
+    "http_client",
     "retrieval",
     "rift",
     "serve",

@@ -111,7 +111,14 @@ def serve(
     if http:
         from cartograph.server.http import serve_http
 
-        serve_http(config, host=host, port=port, mount_mode=mount_mode, allow_remote=allow_remote)
+        serve_http(
+            config,
+            host=host,
+            port=port,
+            mount_mode=mount_mode,
+            allow_remote=allow_remote,
+            attest_in_memory=attest_in_memory,
+        )
         return
     from cartograph.server.stdio import serve_stdio
 
@@ -234,9 +241,22 @@ def connect(
     target: Annotated[
         Path | None, typer.Option("--target", help="Client config file (default: the client's).")
     ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="A running `serve --http` server: entries follow its /health."),
+    ] = None,
+    token_env: Annotated[
+        str | None, typer.Option("--token-env", help="With --url: env var with a bearer token.")
+    ] = None,
 ) -> None:
     """Add (or print) this proxy's MCP entry in a client's config, keeping a backup."""
     from cartograph.server.clients import ServerSpec, install_entry, render_entry
+
+    if url is not None:
+        from cartograph.cli.http_client import connect_http_command
+
+        connect_http_command(url, client, name=name, target=target, token_env=token_env)
+        return
 
     config_file = resolve_config_path(config_path).resolve()
     spec = ServerSpec.stdio_for(config_file)

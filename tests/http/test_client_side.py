@@ -1,0 +1,105 @@
+"""connect / doctor / client-status against a real running server, through the CLI in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cartograph.cli.http_client import PROJECT_FILE
+from cartograph.cli.main import build_app
+from cartograph.errors import ConfigError
+from tests.http.support import assemble, serving
+
+THREE = ("alpha", "beta", "gamma")
+runner = CliRunner()
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = runner.invoke(build_app(), list(args))
+    return result.exit_code, result.output
+
+
+def _connect(base: str, client_file: Path) -> tuple[str, ...]:
+    return ("connect", "--url", base, "--client", "claude-code", "--target", str(client_file))
+
+
+def _entries(path: Path) -> dict[str, dict[str, str]]:
+    return dict(json.loads(path.read_text())["mcpServers"])
+
+
+def test_connect_doctor_and_a_mode_switch_reported_not_healed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    client_file = tmp_path / ".mcp.json"
+    client_file.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}))
+
+    with serving(assemble(THREE).app) as base:
+        port = int(base.rsplit(":", 1)[1])
+        code, out = _cli(
+            "connect", "--url", base, "--client", "claude-code", "--target", str(client_file)
+        )
+        assert code == 0, out
+        per_catalog = _entries(client_file)
+        assert per_catalog["cartograph-beta"] == {"type": "http", "url": f"{base}/mcp/beta"}
+        assert set(per_catalog) == {
+            "other",
+            "cartograph-alpha",
+            "cartograph-beta",
+            "cartograph-gamma",
+        }
+        recorded = json.loads((tmp_path / PROJECT_FILE).read_text())
+        assert recorded["server_mount_mode"] == "per-catalog"
+        assert recorded["server_routed_path"] is None
+
+        code, out = _cli("doctor", "--json")
+        assert code == 0, out
+        assert {f["problem"] for f in json.loads(out)} == {"ok"}
+
+        broken = {k: v for k, v in per_catalog.items() if k != "cartograph-alpha"}
+        broken["cartograph-beta"] = {"type": "http", "url": f"{base}/mcp/old"}
+        client_file.write_text(json.dumps({"mcpServers": broken}))
+        code, out = _cli("doctor", "--json")
+        problems = {f["entry"]: f["problem"] for f in json.loads(out)}
+        assert code == 1
+        assert problems["cartograph-alpha"] == "missing"
+        assert problems["cartograph-beta"] == "stale"
+        code, out = _cli("client-status")
+        assert code == 0 and "still per-catalog" in out
+
+    # the operator switches the same server to routed mode
+    with serving(assemble(THREE, routed=True).app, port=port) as base:
+        before = client_file.read_text()
+        code, out = _cli("client-status")
+        assert code == 1
+        assert "mount mode changed: per-catalog -> routed" in out
+        assert f"cartograph connect --url {base} --client claude-code" in out
+        assert client_file.read_text() == before  # reported, not healed
+
+        code, out = _cli(
+            "connect", "--url", base, "--client", "claude-code", "--target", str(client_file)
+        )
+        assert code == 0, out
+        assert _entries(client_file) == {
+            "other": {"command": "x"},
+            "cartograph": {"type": "http", "url": f"{base}/mcp/routed"},
+        }
+        recorded = json.loads((tmp_path / PROJECT_FILE).read_text())
+        assert (recorded["server_mount_mode"], recorded["server_routed_path"]) == (
+            "routed",
+            "/mcp/routed",
+        )
+        assert _cli("doctor")[0] == 0
+        assert _cli("client-status")[0] == 0
+
+
+def test_doctor_without_a_project_file_says_to_connect_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(build_app(), ["doctor"])
+    assert isinstance(result.exception, ConfigError)
+    assert result.exception.code == "no_client_project"
