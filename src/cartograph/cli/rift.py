@@ -158,8 +158,8 @@ def _emit(report: RiftReport, origin: str, *, json_out: bool, markdown: bool) ->
         print_table("Confusable clusters", render.SHORT_CLUSTER_COLUMNS, rows)
     for line in render.gate_lines(report.at_least("MEDIUM")):
         stdout.print(line, highlight=False, markup=False)
-    rows = [render.comparison_row(g) for g in report.comparison]
-    print_table("Ablation and baselines", render.SHORT_COMPARISON_COLUMNS, rows)
+    columns, rows = render.comparison_table(report)
+    print_table("Ablation and baselines", columns, rows)
     _emit_names(report)
 
 

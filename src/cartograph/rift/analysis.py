@@ -314,7 +314,9 @@ def _rift_row(method: str, clusters: Sequence[Cluster], risky: set[str]) -> Grou
         clusters=len(clusters),
         high=sum(c.risk == "HIGH" for c in clusters),
         medium=sum(c.risk == "MEDIUM" for c in clusters),
-        low=sum(c.risk == "LOW" for c in clusters),
+        low=None
+        if any(c.risk == "UNRATED" for c in clusters)
+        else sum(c.risk == "LOW" for c in clusters),
         tools=len(grouped),
         within=sum(c.scope == "within-server" for c in clusters),
         cross=sum(c.scope == "cross-server" for c in clusters),

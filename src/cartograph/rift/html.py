@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from cartograph.fsutil import atomic_write_text
 from cartograph.rift.model import RiftReport
-from cartograph.rift.render import COMPARISON_COLUMNS, comparison_row, headline
+from cartograph.rift.render import comparison_table, headline
 
 _TEMPLATE: Final = "report.html"
 _STYLE: Final = re.compile(r"<style>(.*?)</style>", re.S)
@@ -52,8 +52,7 @@ def _csp(template: str) -> str:
 def _data(report: RiftReport) -> dict[str, Any]:
     body = report.model_dump(mode="json", include={"points", "clusters", "names", "settings"})
     body["headline"] = headline(report)
-    body["comparison_columns"] = list(COMPARISON_COLUMNS)
-    body["comparison_rows"] = [comparison_row(g) for g in report.comparison]
+    body["comparison_columns"], body["comparison_rows"] = comparison_table(report)
     return body
 
 

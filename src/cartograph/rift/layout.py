@@ -18,6 +18,7 @@ import numpy.typing as npt
 from cartograph.index.embedders.base import Vectors
 
 Coordinates = npt.NDArray[np.float64]
+_ITERATIONS: Final = 60
 _RING_RADIUS: Final = 0.012
 """Radius of a pile-up ring, as a share of the map's larger extent."""
 
@@ -27,15 +28,44 @@ def pca_2d(vectors: Vectors) -> Coordinates:
     n = len(vectors)
     if n == 0:
         return np.zeros((0, 2))
-    centred = vectors.astype(np.float64) - vectors.astype(np.float64).mean(axis=0)
-    covariance = centred.T @ centred
-    values, axes = np.linalg.eigh(covariance)
-    top = axes[:, np.argsort(values)[::-1][:2]]
-    if top.shape[1] < 2:
-        top = np.pad(top, ((0, 0), (0, 2 - top.shape[1])))
-    coords = centred @ top
-    coords = _orient(coords, top)
+    data = vectors.astype(np.float64)
+    centred = data - data.mean(axis=0)
+    axes = _principal_axes(centred)
+    coords = _orient(centred @ axes, axes)
     return _fan_out(_unit_box(coords))
+
+
+def _principal_axes(centred: Coordinates) -> Coordinates:
+    """The top-2 principal axes by subspace iteration, as (d, 2) orthonormal columns.
+
+    A full eigendecomposition (LAPACK) costs seconds on a busy two-core
+    machine even for a 384×384 covariance; a few dozen products with the
+    data give the same two axes to map precision, deterministically.
+    """
+    q = np.random.default_rng(0).standard_normal((centred.shape[1], 2))
+    for _ in range(_ITERATIONS):
+        q = _orthonormal(centred.T @ (centred @ q))
+    projected = centred @ q
+    _, rotation = np.linalg.eigh(projected.T @ projected)  # 2×2: order the two axes
+    axes: Coordinates = q @ rotation[:, ::-1]
+    return axes
+
+
+def _orthonormal(q: Coordinates) -> Coordinates:
+    """Gram–Schmidt on two columns; a vanished column is replaced by a fixed unit vector."""
+    out = q.copy()
+    for j in range(2):
+        for k in range(j):
+            out[:, j] -= (out[:, k] @ out[:, j]) * out[:, k]
+        norm = float(np.linalg.norm(out[:, j]))
+        if norm < 1e-12:
+            out[:, j] = 0.0
+            out[j % len(out), j] = 1.0
+            for k in range(j):
+                out[:, j] -= (out[:, k] @ out[:, j]) * out[:, k]
+            norm = float(np.linalg.norm(out[:, j])) or 1.0
+        out[:, j] /= norm
+    return out
 
 
 def _orient(coords: Coordinates, axes: Coordinates) -> Coordinates:

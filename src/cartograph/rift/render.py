@@ -40,19 +40,6 @@ COMPARISON_COLUMNS: Final = (
     "covers HIGH/MEDIUM tools",
 )
 SHORT_CLUSTER_COLUMNS: Final = ("#", "risk", "scope", "n", "coh", "margin", "tools")
-SHORT_COMPARISON_COLUMNS: Final = (
-    "method",
-    "groups",
-    "HIGH",
-    "MED",
-    "LOW",
-    "tools",
-    "within",
-    "cross",
-    "max",
-    "REGEN",
-    "covers",
-)
 NAME_COLUMNS: Final = ("kind", "scope", "normalised", "tools")
 
 
@@ -111,6 +98,41 @@ def comparison_row(g: Grouping) -> list[str]:
 
 def name_row(n: NameConfusable) -> list[str]:
     return [n.kind, n.scope, n.key, _clip([m.key for m in n.members], MAX_MEMBERS_SHOWN)]
+
+
+_METRICS: Final = (
+    ("Total clusters detected", "clusters"),
+    ("HIGH-risk clusters", "high"),
+    ("MEDIUM-risk clusters", "medium"),
+    ("LOW-risk clusters", "low"),
+    ("Tools in any cluster", "tools"),
+    ("Within-server clusters", "within"),
+    ("Cross-server clusters", "cross"),
+    ("Largest cluster", "largest"),
+    ("REGENERATE tools", "regenerate"),
+    ("Covers Rift's HIGH/MEDIUM tools", "covers_risky"),
+)
+
+
+def comparison_table(report: RiftReport) -> tuple[list[str], list[list[str]]]:
+    """The paper's Table 4/5 layout: one row per metric, one column per method."""
+    columns = ["metric", *(g.method for g in report.comparison)]
+    rows: list[list[str]] = []
+    for label, attr in _METRICS:
+        cells = [_metric_cell(g, attr, report.tools) for g in report.comparison]
+        rows.append([label, *cells])
+    return columns, rows
+
+
+def _metric_cell(g: Grouping, attr: str, total_tools: int) -> str:
+    value = getattr(g, attr)
+    if value is None:
+        return "—"
+    if attr == "covers_risky":
+        return f"{value:.0%}"
+    if attr == "tools" and total_tools:
+        return f"{value} ({value / total_tools:.1%})"
+    return str(value)
 
 
 def headline(report: RiftReport) -> str:
@@ -188,7 +210,7 @@ def to_markdown(report: RiftReport) -> str:
         for c in risky:
             lines += ["```", *detail_lines(c), "```", ""]
     lines += ["", "## Ablation and baselines", ""]
-    lines += _md_table(COMPARISON_COLUMNS, [comparison_row(g) for g in report.comparison])
+    lines += _md_table(*comparison_table(report))
     lines += ["", "## Name confusables", ""]
     if report.names:
         lines += _md_table(NAME_COLUMNS, [name_row(n) for n in report.names])
@@ -202,9 +224,9 @@ __all__ = [
     "COMPARISON_COLUMNS",
     "NAME_COLUMNS",
     "SHORT_CLUSTER_COLUMNS",
-    "SHORT_COMPARISON_COLUMNS",
     "cluster_row",
     "comparison_row",
+    "comparison_table",
     "detail_lines",
     "fmt_margin",
     "gate_lines",

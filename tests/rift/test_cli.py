@@ -1,0 +1,134 @@
+"""`cartograph rift` in-process: outputs, and the CI gate's exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from cartograph.cli.main import build_app
+from cartograph.cli.rift import EXIT_GATE_FAILED
+
+CITY = {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}}
+
+
+def _tool(name: str, description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"name": name, "description": description, "inputSchema": schema or CITY}
+
+
+# Two weather tools that differ only by one word of their names and take the
+# same argument: whatever the template writes, their probes are identical, so
+# one margin is ≤ 0 and the cluster is HIGH.
+CONFUSABLE = {
+    "servers": [
+        {
+            "name": "weather",
+            "description": "Weather data",
+            "tools": [
+                _tool("get_weather_today", "Get the weather for a city."),
+                _tool("get_weather_now", "Get the weather for a city."),
+            ],
+        },
+        {
+            "name": "git",
+            "description": "Version control",
+            "tools": [_tool("commit", "Record staged changes to the repository history.")],
+        },
+    ]
+}
+SEPARATED = {
+    "servers": [
+        {
+            "name": "weather",
+            "description": "Weather data",
+            "tools": [_tool("forecast", "Predict rain, sunshine and temperature for tomorrow.")],
+        },
+        {
+            "name": "git",
+            "description": "Version control",
+            "tools": [_tool("commit", "Record staged changes to the repository history.")],
+        },
+    ]
+}
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CARTOGRAPH_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def _run(tmp_path: Path, body: dict[str, Any], *extra: str) -> Result:
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(body))
+    args = ["rift", "--catalog", str(catalog), "--embedder", "fake", *extra]
+    return CliRunner().invoke(build_app(), args)
+
+
+def test_gate_on_high_exits_non_zero_and_prints_the_offending_cluster(tmp_path: Path) -> None:
+    result = _run(tmp_path, CONFUSABLE, "--fail-on", "high")
+    assert result.exit_code == EXIT_GATE_FAILED
+    assert "rift gate failed" in result.stderr
+    assert "weather/get_weather_today" in result.stderr
+    assert "weather/get_weather_now" in result.stderr
+
+
+def test_gate_passes_with_exit_zero_when_tools_are_well_separated(tmp_path: Path) -> None:
+    result = _run(tmp_path, SEPARATED, "--fail-on", "medium")
+    assert result.exit_code == 0, result.output
+    assert "rift gate passed" in result.stderr
+
+
+def test_no_margin_ablation_cannot_fail_the_gate(tmp_path: Path) -> None:
+    result = _run(tmp_path, CONFUSABLE, "--no-margin", "--fail-on", "medium")
+    assert result.exit_code == 0, result.output
+    assert "UNRATED 1" in result.stdout
+
+
+def test_json_output_is_the_full_report_with_a_summary(tmp_path: Path) -> None:
+    result = _run(tmp_path, CONFUSABLE, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["summary"]["high"] == 1
+    assert report["summary"]["tools_in_clusters"] == 2
+    assert report["tools"] == 3 and len(report["points"]) == 3
+    (cluster,) = report["clusters"]
+    assert {m["tool"] for m in cluster["members"]} == {"get_weather_today", "get_weather_now"}
+    assert report["comparison"][0]["method"] == "Rift (3-layer)"
+    assert report["cards"].startswith("template cards attested in memory")
+
+
+def test_markdown_output_has_the_cluster_and_comparison_tables(tmp_path: Path) -> None:
+    result = _run(tmp_path, CONFUSABLE, "--markdown")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# Rift report")
+    assert "| 1 | HIGH | within-server | 2 |" in result.stdout
+    assert "| Total clusters detected | 1 | 1 | 1 | 1 |" in result.stdout
+
+
+def test_html_flag_writes_a_self_contained_page(tmp_path: Path) -> None:
+    page = tmp_path / "rift.html"
+    result = _run(tmp_path, CONFUSABLE, "--html", str(page))
+    assert result.exit_code == 0, result.output
+    html = page.read_text(encoding="utf-8")
+    assert "default-src 'none'" in html
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in html
+
+
+def test_thresholds_from_flags_reach_the_report(tmp_path: Path) -> None:
+    result = _run(tmp_path, CONFUSABLE, "--json", "--theta", "0.99", "--high", "0.05")
+    report = json.loads(result.stdout)
+    assert report["settings"]["theta_sim"] == 0.99
+    assert report["settings"]["high"] == 0.05
+    assert report["clusters"] == []
+
+
+def test_an_unreadable_catalog_is_a_coded_error(tmp_path: Path) -> None:
+    args = ["rift", "--catalog", str(tmp_path / "missing.json"), "--embedder", "fake"]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code != 0
+    assert getattr(result.exception, "code", None) == "catalog_unreadable"
