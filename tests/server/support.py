@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.types import CallToolResult
 
 from cartograph.config.model import ServerConfig
@@ -47,3 +48,10 @@ def text(result: CallToolResult) -> str:
 
 def code(result: CallToolResult) -> str | None:
     return error_code(result)
+
+
+async def wait_until(predicate: Callable[[], bool], limit: float = 10.0) -> None:
+    """Bounded wait for state owned by another task that offers no event to await."""
+    with anyio.fail_after(limit):
+        while not predicate():  # noqa: ASYNC110 - the observed state has no event
+            await anyio.sleep(0.01)

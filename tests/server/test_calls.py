@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from cartograph.server.proxy import build_proxy_server
-from tests.server.support import call, code, running, text
+from tests.server.support import call, code, running, text, wait_until
 from tests.servers.support import scriptable
 
 
@@ -65,17 +65,13 @@ async def test_list_changed_rug_pull_withholds_the_tool_and_names_the_reattest_c
         found = h.runtime.discover("echo the text back", 5)
         assert ("shifty", "echo") in {(t.server, t.tool) for t in found.tools}
         assert text(await call(h, "shifty", "mutate")) == "mutated"
-        with anyio.fail_after(10):
-            while h.runtime.states["shifty"]["echo"].status == "ok":
-                await anyio.sleep(0.02)
+        await wait_until(lambda: h.runtime.states["shifty"]["echo"].status != "ok")
         refused = await call(h, "shifty", "echo", text="hi")
         assert code(refused) == "drifted"
         assert "cartograph bootstrap --server shifty" in text(refused)
         status = h.runtime.status()["servers"][0]
         assert status["drifted"] == [{"tool": "echo", "changed": ["description"]}]
-        with anyio.fail_after(10):
-            while ("shifty", "echo") not in (h.runtime._excluded or set()):
-                await anyio.sleep(0.02)
+        await wait_until(lambda: ("shifty", "echo") in (h.runtime._excluded or set()))
         found = h.runtime.discover("echo the text back", 5)
         assert ("shifty", "echo") not in {(t.server, t.tool) for t in found.tools}
 
@@ -142,9 +138,7 @@ async def test_downstream_cancellation_cancels_the_upstream_call(tmp_path: Path)
         async with Client(server, mode="legacy") as client:
             with anyio.move_on_after(1.0):
                 await client.call_tool("call", {"server": "stuck", "tool": "hang", "arguments": {}})
-            with anyio.fail_after(10):
-                while h.runtime.gateway.in_flight():
-                    await anyio.sleep(0.02)
+            await wait_until(lambda: h.runtime.gateway.in_flight() == 0)
             again = await client.call_tool(
                 "call", {"server": "stuck", "tool": "add", "arguments": {"a": 1, "b": 1}}
             )
@@ -153,7 +147,9 @@ async def test_downstream_cancellation_cancels_the_upstream_call(tmp_path: Path)
 
 @pytest.mark.anyio
 async def test_the_proxy_lists_exactly_three_tools(tmp_path: Path) -> None:
-    async with running(tmp_path, scriptable("calc")) as h:
-        async with Client(build_proxy_server(h), mode="legacy") as client:
-            listed = await client.list_tools()
+    async with (
+        running(tmp_path, scriptable("calc")) as h,
+        Client(build_proxy_server(h), mode="legacy") as client,
+    ):
+        listed = await client.list_tools()
     assert [t.name for t in listed.tools] == ["discover", "status", "call"]

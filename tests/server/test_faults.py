@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.server.support import call, code, running, text
+from tests.server.support import call, code, running, text, wait_until
 from tests.servers.support import scriptable
 
 
@@ -132,8 +132,7 @@ async def test_overload_beyond_in_flight_and_queue_fails_fast(tmp_path: Path) ->
         with anyio.fail_after(10):
             async with anyio.create_task_group() as group:
                 group.start_soon(slow)
-                while h.runtime.gateway.guard("busy").bulkhead.in_flight == 0:
-                    await anyio.sleep(0.01)
+                await wait_until(lambda: h.runtime.gateway.guard("busy").bulkhead.in_flight > 0)
                 overloaded = await call(h, "busy", "add", a=1, b=1)
         assert code(overloaded) == "overloaded"
         assert results == [None]

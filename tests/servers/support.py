@@ -33,19 +33,13 @@ def toml_for(state_dir: Path, *servers: ServerConfig, **gateway: Any) -> str:
     lines = [f'state_dir = "{state_dir}"', "", "[index]", 'embedder = "fake"', "", "[gateway]"]
     lines += [f"{k} = {_toml(v)}" for k, v in gateway.items()]
     for server in servers:
-        lines += [
-            "",
-            "[[servers]]",
-            f'name = "{server.name}"',
-            f"command = {_toml(server.command)}",
-        ]
+        lines += ["", f"[servers.{server.name}]", f"command = {_toml(server.command)}"]
         lines.append(f"args = [{', '.join(_toml(a) for a in server.args)}]")
         lines.append(f"call_timeout = {server.call_timeout}")
         lines.append(f'protocol = "{server.protocol}"')
         if server.env:
-            lines.append(
-                "env = { " + ", ".join(f"{k} = {_toml(v)}" for k, v in server.env.items()) + " }"
-            )
+            pairs = ", ".join(f"{k} = {_toml(v)}" for k, v in server.env.items())
+            lines.append(f"env = {{ {pairs} }}")
     return "\n".join(lines) + "\n"
 
 

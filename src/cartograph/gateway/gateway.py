@@ -225,6 +225,16 @@ class Gateway:
         try:
             with scope:
                 yield
+        except UpstreamError:
+            # A session may translate our cancellation into its own error; at shutdown
+            # the caller must still learn the real reason.
+            if scope.cancel_called:
+                raise UpstreamUnavailable(
+                    "the proxy shut down while this call was in flight; it may or may not have run",
+                    code="shutting_down",
+                    server=server,
+                ) from None
+            raise
         finally:
             self._in_flight.scopes.discard(scope)
             if self._closing and not self._in_flight.scopes:

@@ -12,7 +12,9 @@ process outlives the proxy (P-REL-7).
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -34,6 +36,9 @@ READY_TIMEOUT: Final = 120.0
 """How long a tool call waits for the catalog to finish starting."""
 SHUTDOWN_GRACE: Final = 2.0
 """Time for in-flight calls' error results to reach the client after SIGTERM."""
+
+EXIT_GRACE: Final = 3.0
+"""After a signal, the upper bound on a clean exit before a hard one."""
 
 RuntimeFactory = Callable[[], Awaitable[CatalogRuntime]]
 
@@ -124,7 +129,20 @@ async def _on_signal(
                 await runtime.gateway.aclose()
                 await _drain(runtime)
             scope.cancel()
+            _exit_soon()
             return
+
+
+def _exit_soon() -> None:
+    """Exit even if a worker thread is still blocked reading stdin.
+
+    The SDK reads stdin in a worker thread that cancellation cannot interrupt;
+    with a client that keeps stdin open, the process would linger after
+    SIGTERM. Upstreams are closed by now, so a hard exit loses nothing.
+    """
+    timer = threading.Timer(EXIT_GRACE, os._exit, (0,))
+    timer.daemon = True
+    timer.start()
 
 
 async def _drain(runtime: CatalogRuntime) -> None:

@@ -1,0 +1,163 @@
+"""`cartograph serve` as a subprocess, driven by the SDK's real stdio client."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.servers.support import scriptable, toml_for
+
+SERVE = ("-m", "cartograph.cli.main", "serve", "--attest-in-memory")
+
+
+def write_config(tmp_path: Path, **gateway: object) -> Path:
+    path = tmp_path / "cartograph.toml"
+    servers = (scriptable("calc"), scriptable("stuck", call_timeout=30.0))
+    path.write_text(toml_for(tmp_path / "state", *servers, **gateway))
+    return path
+
+
+def serve_params(config: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=[*SERVE, "--config", str(config), *extra], cwd=Path.cwd()
+    )
+
+
+def text(result: object) -> str:
+    return "".join(getattr(b, "text", "") for b in getattr(result, "content", []))
+
+
+@pytest.mark.anyio
+async def test_an_sdk_client_lists_discovers_calls_and_reads_status(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    with anyio.fail_after(90):
+        async with Client(serve_params(config)) as client:
+            tools = await client.list_tools()
+            assert [t.name for t in tools.tools] == ["discover", "status", "call"]
+            found = await client.call_tool("discover", {"task": "add two integers", "k": 3})
+            assert not found.is_error
+            assert {"server": "calc", "tool": "add"}.items() <= found.structured_content["tools"][
+                0
+            ].items() or any(t["tool"] == "add" for t in found.structured_content["tools"])
+            result = await client.call_tool(
+                "call", {"server": "calc", "tool": "add", "arguments": {"a": 20, "b": 22}}
+            )
+            assert text(result) == "42"
+            status = await client.call_tool("status", {})
+            names = [s["name"] for s in status.structured_content["servers"]]
+            assert names == ["calc", "stuck"]
+
+
+@pytest.mark.promise("P-STDIO-1")
+def test_every_stdout_byte_is_json_rpc_even_with_debug_logging(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "call", "arguments": {"server": "calc", "tool": "echo",
+                                          "arguments": {"text": "hello"}}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "call", "arguments": {"server": "calc", "tool": "crash", "arguments": {}}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "status"}},
+    ]  # fmt: skip
+    replies = []
+    with subprocess.Popen(
+        [sys.executable, *SERVE, "--config", str(config), "--debug"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        for request in requests:
+            process.stdin.write((json.dumps(request) + "\n").encode())
+            process.stdin.flush()
+            if "id" in request:
+                line = process.stdout.readline()
+                replies.append(json.loads(line))
+        process.stdin.close()
+        rest = process.stdout.read()
+        stderr = process.stderr.read() if process.stderr else b""
+        process.wait(timeout=30)
+    for line in rest.splitlines():
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert [r["id"] for r in replies] == [1, 2, 3, 4, 5]
+    assert all(r["jsonrpc"] == "2.0" for r in replies)
+    assert b"DEBUG" in stderr  # debug logging was on, and went to stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("how", ["sigterm", "stdin_eof"])
+@pytest.mark.promise("P-REL-7")
+def test_shutdown_ends_in_flight_calls_and_leaves_no_upstream_child(
+    tmp_path: Path, how: str
+) -> None:
+    config = write_config(tmp_path)
+    with subprocess.Popen(
+        [sys.executable, *SERVE, "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as process:
+        _drive_shutdown(process, how)
+
+
+def _drive_shutdown(process: subprocess.Popen[bytes], how: str) -> None:
+    assert process.stdin is not None and process.stdout is not None
+
+    def send(message: dict[str, object]) -> None:
+        assert process.stdin is not None
+        process.stdin.write((json.dumps(message) + "\n").encode())
+        process.stdin.flush()
+
+    def call(rid: int, tool: str) -> None:
+        arguments = {"server": "stuck", "tool": tool, "arguments": {}}
+        send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+              "params": {"name": "call", "arguments": arguments}})  # fmt: skip
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}})  # fmt: skip
+        process.stdout.readline()
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call(2, "pid")
+        pid = int(json.loads(process.stdout.readline())["result"]["content"][0]["text"])
+        assert _alive(pid)
+        call(3, "hang")
+        time.sleep(0.5)  # the hang call is now in flight upstream
+        if how == "sigterm":
+            process.send_signal(signal.SIGTERM)
+            reply = json.loads(process.stdout.readline())
+            assert reply["id"] == 3
+            assert reply["result"]["isError"] is True
+            assert reply["result"]["structuredContent"]["error"]["code"] == "shutting_down"
+        else:
+            process.stdin.close()
+        process.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid)
+    finally:
+        process.kill()
