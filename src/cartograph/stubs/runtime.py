@@ -35,6 +35,7 @@ from anyio.from_thread import BlockingPortal
 
 from cartograph.errors import (
     ArgumentError,
+    CallError,
     CartographError,
     ToolFailed,
     UpstreamProtocolError,
@@ -154,14 +155,17 @@ def _failure(server: str, tool: str, raw: RawResult) -> CartographError:
     """The error for an ``isError`` result: the proxy's own error class when it names a code.
 
     The proxy's refusals carry ``{"error": {"code": ..., "message": ...}}`` as
-    structured content; an upstream tool's own error is a :class:`ToolFailed`.
+    structured content: they raise the Cartograph error class with that code
+    (``CallError`` for codes without a class of their own, e.g.
+    ``unknown_server``). An upstream tool's own error is a :class:`ToolFailed`.
     """
     text = "\n".join(str(b.get("text", "")) for b in raw.content if b.get("type") == "text")
     error = raw.structured.get("error") if isinstance(raw.structured, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
     message = f"{server}/{tool} failed: {text.strip() or 'the tool reported an error without text'}"
-    cls = _error_class(code) if isinstance(code, str) else None
-    if cls is not None and isinstance(error, dict):
+    if isinstance(code, str) and isinstance(error, dict):
+        # A refusal or failure reported by the proxy itself: keep its stable code.
+        cls = _error_class(code) or CallError
         return cls(str(error.get("message") or message), code=code, server=server, tool=tool)
     return ToolFailed(message, server=server, tool=tool, content=list(raw.content))
 
