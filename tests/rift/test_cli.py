@@ -132,3 +132,15 @@ def test_an_unreadable_catalog_is_a_coded_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(build_app(), args)
     assert result.exit_code != 0
     assert getattr(result.exception, "code", None) == "catalog_unreadable"
+
+
+def test_same_argument_tools_are_flagged_and_the_probe_mode_is_selectable(tmp_path: Path) -> None:
+    strict = json.loads(_run(tmp_path, CONFUSABLE, "--json").stdout)
+    named = json.loads(_run(tmp_path, CONFUSABLE, "--json", "--probe", "name+arguments").stdout)
+    assert any("probes are identical" in n for n in strict["clusters"][0]["notes"])
+    assert named["settings"]["probe"] == "name+arguments"
+    queries = {m["query"] for m in named["clusters"][0]["members"]}
+    assert queries == {
+        "get weather today: city (string) City name",
+        "get weather now: city (string) City name",
+    }

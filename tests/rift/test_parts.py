@@ -146,3 +146,12 @@ def test_jaccard_baseline_links_token_sets_above_threshold_only() -> None:
     ]
     assert jaccard_groups(sets, 0.25) == [[0, 1]]
     assert jaccard_groups(sets, 0.5) == []
+
+
+def test_name_plus_arguments_probe_prefixes_the_tool_name_in_words() -> None:
+    schema = {"properties": {"language": {"type": "string"}}}
+    plain = probe_for("get_trending_repos", schema)
+    named = probe_for("get_trending_repos", schema, with_name=True)
+    assert plain.text == "language (string)"
+    assert named.text == "get trending repos: language (string)"
+    assert named.source == "arguments"

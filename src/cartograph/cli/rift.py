@@ -33,6 +33,11 @@ class TextChoice(StrEnum):
     indexed = "index"  # not `index`: that name is str.index
 
 
+class ProbeChoice(StrEnum):
+    arguments = "arguments"
+    name_arguments = "name+arguments"
+
+
 class LinkageChoice(StrEnum):
     complete = "complete"
     average = "average"
@@ -88,6 +93,10 @@ def rift(
         TextChoice | None,
         typer.Option("--text", help="Embed the tool description (paper) or the index text."),
     ] = None,
+    probe: Annotated[
+        ProbeChoice | None,
+        typer.Option("--probe", help="Layer 2 probes from arguments (paper) or name+arguments."),
+    ] = None,
     embedder: Annotated[
         str | None, typer.Option("--embedder", help="Embedder (default: config or minilm).")
     ] = None,
@@ -105,6 +114,7 @@ def rift(
         cosine_tau=tau,
         jaccard_j=jaccard,
         margin=False if no_margin else None,
+        probe=probe.value if probe else None,
     )
     source = anyio.run(load_cards, cfg, catalog)
     state_dir = cfg.state_dir if cfg.source is not None else None

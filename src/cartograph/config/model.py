@@ -137,6 +137,7 @@ class RiftConfig(_Section):
     medium: float = 0.20
     linkage: Literal["complete", "average", "single"] = "complete"
     text: Literal["description", "index"] = "description"
+    probe: Literal["arguments", "name+arguments"] = "arguments"
 
 
 class Config(_Section):

@@ -33,6 +33,7 @@ from cartograph.rift.model import (
     Grouping,
     Member,
     Point,
+    ProbeMode,
     RiftReport,
     RiftSettings,
     Risk,
@@ -66,7 +67,10 @@ class RiftTool:
 
 
 def tools_from_cards(
-    cards: Mapping[str, Card], *, text: TextSource = "description"
+    cards: Mapping[str, Card],
+    *,
+    text: TextSource = "description",
+    probe: ProbeMode = "arguments",
 ) -> list[RiftTool]:
     """Rift's input from verified cards, sorted by (server, tool) for stable reports."""
     tools: list[RiftTool] = []
@@ -82,7 +86,9 @@ def tools_from_cards(
                     server=server,
                     tool=tool.name,
                     text=body,
-                    probe=probe_for(tool.name, tool.input_schema),
+                    probe=probe_for(
+                        tool.name, tool.input_schema, with_name=probe == "name+arguments"
+                    ),
                     arguments=_argument_words(tool.input_schema),
                 )
             )
@@ -282,8 +288,11 @@ def _notes(ctx: _Context, group: list[int], members: Sequence[Member]) -> list[s
     for same in probes.values():
         if len(same) > 1:
             notes.append(
-                f"{', '.join(same)} take the same arguments: "
-                "only their descriptions can separate them"
+                f"{', '.join(same)} take the same arguments, so their argument-built probes "
+                "are identical and one margin is necessarily ≤ 0; `--probe name+arguments` "
+                "adds each tool's name to the probe"
+                if ctx.settings.probe == "arguments"
+                else f"{', '.join(same)} get the same probe: only their names' words differ"
             )
     return notes
 

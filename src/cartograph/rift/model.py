@@ -22,6 +22,7 @@ Risk = Literal["HIGH", "MEDIUM", "LOW", "UNRATED"]
 """UNRATED: Layer 1 found the cluster but margin analysis was switched off."""
 Linkage = Literal["complete", "average", "single"]
 Scope = Literal["within-server", "cross-server"]
+ProbeMode = Literal["arguments", "name+arguments"]
 RISK_ORDER: Final[dict[str, int]] = {"HIGH": 0, "MEDIUM": 1, "LOW": 2, "UNRATED": 3}
 
 
@@ -44,6 +45,7 @@ class RiftSettings(_Frozen):
     medium: float = Field(default=DEFAULT_MEDIUM_MARGIN)
     linkage: Linkage = DEFAULT_LINKAGE
     margin: bool = True
+    probe: ProbeMode = "arguments"
     cosine_tau: float = Field(default=DEFAULT_COSINE_TAU, gt=0.0, le=1.0)
     jaccard_j: float = Field(default=DEFAULT_JACCARD_J, ge=0.0, lt=1.0)
 
@@ -193,6 +195,7 @@ __all__ = [
     "Member",
     "NameConfusable",
     "Point",
+    "ProbeMode",
     "RiftReport",
     "RiftSettings",
     "Risk",

@@ -53,13 +53,21 @@ def name_words(identifier: str) -> str:
     return _SPACE.sub(" ", _SEPARATORS.sub(" ", split_identifier(identifier))).strip()
 
 
-def probe_for(tool_name: str, input_schema: Mapping[str, Any]) -> Probe:
-    """q_t for one tool: its arguments as a task would mention them."""
+def probe_for(tool_name: str, input_schema: Mapping[str, Any], *, with_name: bool = False) -> Probe:
+    """q_t for one tool: its arguments as a task would mention them.
+
+    ``with_name`` prefixes the tool's name in words: a task states what it
+    wants done, and two tools that take the same arguments otherwise get the
+    same probe, so one of their margins is ≤ 0 whatever their cards say.
+    """
     phrases = [_argument_phrase(name, spec) for name, spec in _ordered_arguments(input_schema)]
     phrases = [p for p in phrases if p]
     if not phrases:
         return Probe(text=name_words(tool_name), source="name")
-    return Probe(text="; ".join(phrases)[:MAX_QUERY_CHARS], source="arguments")
+    text = "; ".join(phrases)
+    if with_name:
+        text = f"{name_words(tool_name)}: {text}"
+    return Probe(text=text[:MAX_QUERY_CHARS], source="arguments")
 
 
 def _ordered_arguments(schema: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:

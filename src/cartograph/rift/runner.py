@@ -86,7 +86,8 @@ def run_rift(
 
         cache = EmbeddingCache(state_dir)
     embed = make_embed_fn(model, cache=cache, progress=progress)
-    return analyse(tools_from_cards(cards, text=text), embed, settings, model_id=model.model_id)
+    tools = tools_from_cards(cards, text=text, probe=settings.probe)
+    return analyse(tools, embed, settings, model_id=model.model_id)
 
 
 __all__ = ["CardSource", "load_cards", "run_rift", "settings_for"]
