@@ -1,0 +1,79 @@
+"""``cartograph stubs`` in-process, from a catalog snapshot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cartograph.catalog import save_catalog
+from cartograph.cli.main import build_app
+from tests.stubs.catalogs import awkward_catalog
+
+runner = CliRunner()
+
+
+def _snapshot(tmp_path: Path) -> tuple[Path, Path]:
+    catalog = tmp_path / "catalog.json"
+    save_catalog(awkward_catalog(), catalog)
+    config = tmp_path / "cartograph.toml"
+    config.write_text('state_dir = "state"\n\n[index]\nembedder = "fake"\n')
+    return catalog, config
+
+
+def test_stubs_command_writes_the_package_and_reports_it_as_json(tmp_path: Path) -> None:
+    catalog, config = _snapshot(tmp_path)
+    args = [
+        "stubs",
+        "--catalog",
+        str(catalog),
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    result = runner.invoke(
+        build_app(), [*args, "--server", "import", "--package", "agent_tools", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["tools"] == 1
+    assert [m["module"] for m in summary["modules"]] == ["import_"]
+    assert (tmp_path / "out" / "agent_tools" / "import_.py").is_file()
+    assert "`import_`" in (tmp_path / "out" / "agent_tools" / "README.md").read_text()
+
+
+def test_only_discovered_keeps_the_top_k_tools(tmp_path: Path) -> None:
+    catalog, config = _snapshot(tmp_path)
+    args = [
+        "stubs",
+        "--catalog",
+        str(catalog),
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    result = runner.invoke(
+        build_app(), [*args, "--only-discovered", "weather in a city", "-k", "2", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert 1 <= json.loads(result.stdout)["tools"] <= 2  # an abstention shows fewer
+
+
+def test_unknown_server_exits_with_the_error_code(tmp_path: Path) -> None:
+    catalog, config = _snapshot(tmp_path)
+    args = [
+        "stubs",
+        "--catalog",
+        str(catalog),
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    result = runner.invoke(build_app(), [*args, "--server", "nope"])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, Exception)
+    assert getattr(result.exception, "code", None) == "stubs_unknown_server"

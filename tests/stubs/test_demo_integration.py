@@ -1,0 +1,52 @@
+"""A generated stub calls a real third-party server (mcp-server-time) through `cartograph serve`."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cartograph.cli.main import build_app
+from cartograph.stubs import runtime
+from tests.stubs.conftest import REPO
+
+TIME_SERVER = REPO / "demo" / ".runtime" / "time" / "bin" / "mcp-server-time"
+runner = CliRunner()
+
+
+def _cli(*args: str) -> str:
+    result = runner.invoke(build_app(), list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_generated_stub_calls_the_demo_time_server_through_serve(tmp_path: Path) -> None:
+    if not TIME_SERVER.exists():
+        pytest.skip(f"{TIME_SERVER} not installed; run scripts/setup")
+    config = tmp_path / "cartograph.toml"
+    config.write_text(
+        'state_dir = "state"\n\n[index]\nembedder = "fake"\n\n'
+        f'[servers.time]\ncommand = {json.dumps(str(TIME_SERVER))}\nargs = ["--local-timezone", "UTC"]\n'
+    )
+    _cli("keys", "init", "--config", str(config))
+    _cli("bootstrap", "--config", str(config))
+    _cli("stubs", "--config", str(config), "--out", str(tmp_path / "out"), "--package", "demo_time")
+    sys.path.insert(0, str(tmp_path / "out"))
+    runtime.connect(
+        command=(sys.executable, "-m", "cartograph.cli.main", "serve", "--config", str(config))
+    )
+    try:
+        time_stubs = importlib.import_module("demo_time.time")
+        answer = time_stubs.get_current_time(timezone="Europe/Paris")
+        assert answer["timezone"] == "Europe/Paris"  # structured, typed by its output schema
+    finally:
+        runtime.use(None)
+        sys.path.remove(str(tmp_path / "out"))
+        for name in [n for n in sys.modules if n.split(".")[0] == "demo_time"]:
+            del sys.modules[name]
