@@ -44,7 +44,7 @@ class TrustedKey:
     def key_id(self) -> str:
         return self.key.key_id
 
-    def covers(self, server: str) -> bool:
+    def _covers(self, server: str) -> bool:
         return any(fnmatch.fnmatchcase(server, pattern) for pattern in self.servers)
 
 
@@ -82,7 +82,7 @@ class TrustSet:
                 code="unknown_key",
                 server=server,
             )
-        scoped = [k for k in matches if k.covers(server)]
+        scoped = [k for k in matches if k._covers(server)]
         if not scoped:
             raise UnknownKeyError(
                 f"key {key_id[:16]}… is trusted but not for server {server!r} "
