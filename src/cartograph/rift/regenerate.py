@@ -123,8 +123,9 @@ def regenerate_tools(config: Config, report: RiftReport) -> RegenerateOutcome:
         return outcome
     from cartograph.cards.attest import build_body
     from cartograph.cards.keys import load_private_key
-    from cartograph.cards.signing import sign_card
+    from cartograph.cards.signing import sign_card, verify_card
     from cartograph.cards.store import CardStore, key_path, load_verified_for_config
+    from cartograph.cards.trust import TrustSet
 
     cards = load_verified_for_config(config)
     missing = sorted(s for s in wanted if s not in cards)
@@ -153,10 +154,13 @@ def regenerate_tools(config: Config, report: RiftReport) -> RegenerateOutcome:
             server,
             text,
             generator.info,
-            version=card.version + 1,
+            version=max(card.version, store.accepted_version(server_name)) + 1,
             identity=card.body.identity,
+            overrides_digest=card.body.provenance.overrides_digest,
         )
-        store.write(sign_card(body, key))
+        signed = sign_card(body, key)
+        verify_card(signed, TrustSet.of(key.public), expected_server=server_name)
+        store.write(signed)
         outcome.rewrites.extend(rewrites)
         outcome.versions[server_name] = body.provenance.card_version
     return outcome
@@ -172,20 +176,15 @@ def _catalog(config: Config) -> Catalog:
 
 
 def _generator(config: Config) -> CardGenerator:
-    """The configured card generator (the cards package's factory when it has one)."""
-    try:
-        from cartograph.cards.generators import generator_for  # type: ignore[attr-defined]
-    except ImportError:
-        from cartograph.cards.generators import TemplateGenerator
+    """The configured generator with the operator's overrides, as ``bootstrap`` builds it."""
+    from cartograph.cards.generators.llm import LLMGenerator
+    from cartograph.cards.generators.template import TemplateGenerator
+    from cartograph.cards.overrides import OverridingGenerator, load_overrides
 
-        if config.cards.generator != "template":
-            raise CardError(
-                f"card generator {config.cards.generator!r} is not available in this build",
-                code="rift_regenerate_no_generator",
-            ) from None
-        return TemplateGenerator()
-    generator: CardGenerator = generator_for(config)
-    return generator
+    base: CardGenerator = (
+        LLMGenerator(config.cards.llm) if config.cards.generator == "llm" else TemplateGenerator()
+    )
+    return OverridingGenerator(base, load_overrides(config.cards.overrides))
 
 
 __all__ = ["RegenerateOutcome", "Rewrite", "regenerate_tools", "rewrite_server", "targets"]

@@ -1,10 +1,10 @@
 """Rift over a configured federation or a snapshot: where the cards come from.
 
-Rift analyses *verified* card text only. With ``--catalog`` (or when the
-state directory holds no cards yet) the snapshot is attested in memory by the
-template generator, exactly as ``eval`` and ``discover --catalog`` do. With a
-config whose state directory holds the operator's signed cards, those cards
-— the ones the proxy serves — are what Rift analyses.
+Rift analyses *verified* card text only. When the config's state directory
+holds the operator's signed cards — the ones the proxy serves — those are
+what Rift analyses, unless ``--catalog`` names a snapshot explicitly. A
+snapshot (or a live federation without stored cards) is attested in memory
+by the template generator, exactly as ``eval`` and ``discover --catalog`` do.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ async def load_cards(config: Config, catalog_path: Path | None) -> CardSource:
     """The cards Rift analyses: stored operator cards, else a snapshot attested in memory."""
     from cartograph.cards.attest import attest_in_memory
 
-    if catalog_path is None and config.catalog is None:
+    if catalog_path is None:
         stored = _stored_cards(config)
         if stored:
             return CardSource(stored, f"signed cards in {config.state_dir}")
