@@ -9,6 +9,9 @@ talks to a real MCP server over streamable HTTP.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -242,3 +245,65 @@ async def test_instructions_name_the_tools_as_each_mount_shows_them(
     assert 'catalog="beta": discover, status' in texts["/mcp/routed"]
     assert 'catalog="alpha": discover, status, call' in texts["/mcp/routed"]
     assert "alpha_" not in texts["/mcp/routed"]
+
+
+INSPECTOR_DIRS = ("tools/inspector", ".", "demo")
+
+
+def _inspector() -> Path:
+    """The MCP Inspector CLI that scripts/setup installs; $CARTOGRAPH_INSPECTOR overrides."""
+    repo = Path(__file__).resolve().parents[2]
+    candidates = [
+        os.environ.get("CARTOGRAPH_INSPECTOR", ""),
+        *(
+            str(repo / d / "node_modules/.bin/mcp-inspector")
+            for d in ("tools/inspector", ".", "demo")
+        ),
+        shutil.which("mcp-inspector") or "",
+    ]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    pytest.skip("MCP Inspector CLI not installed (scripts/setup, or set $CARTOGRAPH_INSPECTOR)")
+
+
+def _inspect(url: str, *args: str) -> dict[str, Any]:
+    command = [str(_inspector()), "--cli", url, "--transport", "http", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=90, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    parsed: dict[str, Any] = json.loads(done.stdout)
+    return parsed
+
+
+@pytest.fixture
+async def served_open(
+    tmp_path: Path, upstream: tuple[str, HeaderLog]
+) -> AsyncIterator[tuple[ServedApp, str]]:
+    config = three_catalogs(tmp_path / "state", upstream[0], tokens=False)
+    async with http_app(config, mount_mode="routed", attest_in_memory=True) as app:
+        with serving(app.app) as base:
+            yield app, base
+
+
+@pytest.mark.integration
+async def test_the_inspector_cli_lists_and_calls_on_a_per_catalog_and_the_routed_mount(
+    served_open: tuple[ServedApp, str],
+) -> None:
+    _, base = served_open
+    per_catalog = _inspect(f"{base}/mcp/alpha", "--method", "tools/list")
+    routed = _inspect(f"{base}/mcp/routed", "--method", "tools/list")
+    assert [t["name"] for t in per_catalog["tools"]] == [
+        "alpha_discover",
+        "alpha_status",
+        "alpha_call",
+    ]
+    assert sorted(t["name"] for t in routed["tools"]) == ["call", "discover", "status"]
+    assert all("catalog" in t["inputSchema"]["required"] for t in routed["tools"])
+    called = _inspect(
+        f"{base}/mcp/routed",
+        *("--method", "tools/call", "--tool-name", "discover"),
+        *("--tool-arg", "catalog=gamma", "task=echo a message back"),
+    )
+    assert not called.get("isError"), called
+    status = _inspect(f"{base}/mcp/alpha", "--method", "tools/call", "--tool-name", "alpha_status")
+    assert not status.get("isError"), status
