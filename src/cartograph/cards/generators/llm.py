@@ -87,8 +87,10 @@ class LLMGenerator:
         *,
         environ: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
+        backoff_base: float = BACKOFF_BASE,
     ) -> None:
         self.config = config
+        self._backoff = backoff_base
         env = os.environ if environ is None else environ
         self._api_key = env.get(config.api_key_env, "")
         self._transport = transport
@@ -114,7 +116,7 @@ class LLMGenerator:
         with self._client() as client:
             for attempt in range(self.config.max_retries + 1):
                 if attempt:
-                    time.sleep(BACKOFF_BASE * 2 ** (attempt - 1))
+                    time.sleep(self._backoff * 2 ** (attempt - 1))
                 try:
                     reply = self._ask(client, server)
                     return self._to_text(server, reply)

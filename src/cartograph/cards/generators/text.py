@@ -29,7 +29,7 @@ _HIDDEN_BLOCK: Final = re.compile(
 )
 _TAG: Final = re.compile(r"<[^<>]{0,200}>")
 _CODE_BLOCK: Final = re.compile(r"```.*?(?:```|$)", re.DOTALL)
-_MARKUP: Final = re.compile(r"[*_`#>|~\[\]{}]+")
+_MARKUP: Final = re.compile(r"[*`#>|~\[\]{}]+|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|[\n\r]+|(?<=[。！？；;])")
 _SECTION: Final = re.compile(
     r"(?:^|\n|\s)(?:args|arguments|parameters|params|returns?|raises|examples?|usage|"
