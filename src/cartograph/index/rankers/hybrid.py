@@ -41,13 +41,13 @@ Matrix = npt.NDArray[np.float64]
 class HybridParams:
     """The hybrid's free parameters (named defaults; see module docstring)."""
 
-    name_weight: float = 0.5
+    name_weight: float = 0.0
     arguments_weight: float = 0.0
     dense_weight: float = 0.5
-    server_weight: float = 0.3
+    server_weight: float = 0.7
     server_dense_share: float = 0.5
-    step_weight: float = 1.0
-    coverage: float = 0.5
+    step_weight: float = 2.0
+    coverage: float = 0.0
 
 
 DEFAULT_PARAMS = HybridParams()
