@@ -22,6 +22,7 @@ from typing import Any, Final, TypeVar, get_args
 import httpx2
 from pydantic import BaseModel, ValidationError
 
+from cartograph.config._files import read_bounded
 from cartograph.config.expand import expand
 from cartograph.config.mcp_json import read_mcp_json, server_mapping, to_native
 from cartograph.config.model import PROXY_TOOL_NAMES, Config, ServerConfig, Transport
@@ -65,21 +66,9 @@ def load_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    data = read_bounded(path, MAX_CONFIG_BYTES, hint="pass --config or set CARTOGRAPH_CONFIG")
     try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise ConfigError(
-                f"{path}: {size} bytes is over the {MAX_CONFIG_BYTES} byte limit for a config file",
-                code="config_too_large",
-                file=str(path),
-            )
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"{path}: cannot read config ({exc.strerror}); pass --config or set CARTOGRAPH_CONFIG",
-            code="config_missing",
-            file=str(path),
-        ) from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{path}: not UTF-8 text ({exc.reason})", code="config_toml", file=str(path)
@@ -104,9 +93,7 @@ def build_config(raw: dict[str, Any], *, source: Path, environ: Mapping[str, str
     _check_server_names(entries)
     servers = tuple(_server(e, defaults, environ) for e in entries)
     config = _validate(Config, {**body, "servers": servers, "source": source}, where=str(source))
-    config = _resolve_paths(config, source.parent, where=str(source))
-    _check_catalog_members(config)
-    return config
+    return _resolve_paths(config, source.parent, where=str(source))
 
 
 # -- collecting server entries -------------------------------------------------------
@@ -340,19 +327,6 @@ def _resolve_paths(model: M, base: Path, *, where: str) -> M:
         elif isinstance(value, tuple) and value and isinstance(value[0], BaseModel):
             updates[name] = tuple(_resolve_paths(v, base, where=where) for v in value)
     return model.model_copy(update=updates) if updates else model
-
-
-def _check_catalog_members(config: Config) -> None:
-    known = {s.name for s in config.servers}
-    for catalog in config.catalogs:
-        for member in catalog.servers:
-            if member not in known:
-                raise ConfigError(
-                    f"{config.source}: catalog {catalog.name!r}: key 'servers': "
-                    f"no server named {member!r} is configured",
-                    code="config_unknown_server",
-                    key="servers",
-                )
 
 
 __all__ = ["MAX_CONFIG_BYTES", "build_config", "load_config"]

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from cartograph.config._files import read_bounded
 from cartograph.errors import ConfigError
 
 MAX_MCP_JSON_BYTES: Final = 1024 * 1024
@@ -38,22 +39,9 @@ _TYPES: Final[Mapping[str, str]] = {
 
 def read_mcp_json(path: Path, *, imported_by: Path) -> dict[str, Any]:
     """The server mapping of one JSON file (``mcpServers`` or VS Code's ``servers``)."""
+    raw = read_bounded(path, MAX_MCP_JSON_BYTES, hint=f"named by 'mcp_json' in {imported_by}")
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise ConfigError(
-            f"{imported_by}: key 'mcp_json': cannot read {path} ({exc.strerror})",
-            code="config_missing",
-            file=str(path),
-        ) from None
-    if size > MAX_MCP_JSON_BYTES:
-        raise ConfigError(
-            f"{path}: {size} bytes is over the {MAX_MCP_JSON_BYTES} byte limit for a config file",
-            code="config_too_large",
-            file=str(path),
-        )
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ConfigError(
             f"{path}: not valid JSON ({exc})", code="config_mcp_json", file=str(path)
