@@ -12,7 +12,7 @@ alone: cold start, ms per query, texts/s.
 
 **Vectors at 10k/100k.** Embedding 100k texts with MiniLM takes ~12 minutes on
 two cores, so the synthetic scales do not embed every tool text. A separate
-*prepare* subprocess embeds the ~250 unique parts the synthetic tools are made
+*prepare* subprocess embeds the ~210 unique parts the synthetic tools are made
 of (verbs, objects, domains, qualifiers) with the real model, composes each
 tool's vector from its parts plus a small deterministic jitter, and writes
 them into the cache under the real model id. The measured process then builds

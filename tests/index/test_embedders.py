@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 import shutil
 import socket
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -198,3 +200,16 @@ def test_checksum_file_that_omits_the_model_is_refused(tmp_path: Path) -> None:
 
 def test_shipped_model_files_match_their_pins() -> None:
     verify_model_files(MODEL_DIR)
+
+
+def test_every_shipped_model_file_is_declared_as_package_data() -> None:
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["cartograph"]
+    shipped = [p for p in MODEL_DIR.iterdir() if p.is_file() and p.suffix not in {".py", ".pyc"}]
+    assert {"model.onnx", "tokenizer.json", "SHA256SUMS"} <= {p.name for p in shipped}
+    for path in shipped:
+        relative = path.relative_to(MODEL_DIR.parents[2]).as_posix()
+        assert any(
+            fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern.split("/")[-1])
+            for pattern in patterns
+        ), f"{relative} would be missing from a non-editable install"
