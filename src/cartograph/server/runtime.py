@@ -240,13 +240,12 @@ class CatalogRuntime:
             self._excluded = excluded
 
     def admit(self, server: str, tool: str) -> None:
-        """Raise unless ``server/tool`` is attested, intact, not drifted and allowed."""
-        try:
-            card = self.cards.ensure_intact(server)
-        except KeyError:
-            card = None
-        except CartographError:
-            raise
+        """Raise unless ``server/tool`` is attested and its live definition still matches.
+
+        Cheap (no re-canonicalisation): the gateway re-runs it after every
+        (re)open; :meth:`call` checks the card's integrity once before that.
+        """
+        card = self.cards.get(server)
         state = self.states.get(server, {}).get(tool)
         if card is None or card.body.tool(tool) is None:
             if state is not None:
@@ -288,6 +287,8 @@ class CatalogRuntime:
                 code="unknown_server",
                 server=server,
             )
+        if server in self.cards:
+            self.cards.ensure_intact(server)  # P-SIG-3: re-checked before every call
         self.admit(server, tool)
         tool_card = self.cards[server].body.tool(tool)
         assert tool_card is not None  # admit() guarantees it
