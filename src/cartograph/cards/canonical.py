@@ -91,6 +91,12 @@ def _check_int(value: int) -> None:
 def _check_float(value: float) -> None:
     if not math.isfinite(value):
         raise CardFormatError(f"{value} is not a finite number", code=NON_FINITE)
+    if value.is_integer() and MAX_SAFE_INTEGER < abs(value) < 1e21:
+        # JCS prints these as integer literals, which a strict reader must refuse.
+        raise CardFormatError(
+            f"number {value!r} is an integer outside ±(2^53−1) once canonicalised",
+            code=INTEGER_RANGE,
+        )
 
 
 def _check_str(value: str) -> None:

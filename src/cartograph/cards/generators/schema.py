@@ -9,6 +9,7 @@ through the same sanitiser as tool descriptions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -124,6 +125,11 @@ def _string_sample(schema: Mapping[str, Any], name: str) -> str:
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in _FORMAT_SAMPLES:
         return _FORMAT_SAMPLES[fmt]
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        sample = pattern_sample(pattern)
+        if sample is not None:
+            return sample
     text = " ".join(readable_words(name)) or "value"
     text = f"example {text}"
     min_len = schema.get("minLength")
@@ -133,6 +139,54 @@ def _string_sample(schema: Mapping[str, Any], name: str) -> str:
     if isinstance(max_len, int) and max_len >= 0:
         text = text[:max_len]
     return text
+
+
+_CLASS_SAMPLES: Final = {"d": "1", "w": "a", "s": " ", "D": "a", "W": "-", "S": "a"}
+
+
+def pattern_sample(pattern: str) -> str | None:
+    """A shortest-ish string matching a *simple* regex (literals, classes, quantifiers).
+
+    Groups and alternation are not attempted; ``None`` means "no sample".
+    """
+    out: list[str] = []
+    i = 0
+    body = pattern.removeprefix("^").removesuffix("$")
+    while i < len(body):
+        char = body[i]
+        if char in "()|":
+            return None
+        if char == "\\" and i + 1 < len(body):
+            piece, i = _CLASS_SAMPLES.get(body[i + 1], body[i + 1]), i + 2
+        elif char == "[":
+            end = body.find("]", i + 2)
+            if end < 0:
+                return None
+            inner = body[i + 1 : end]
+            piece = "x" if inner.startswith("^") else inner.lstrip("\\")[:1]
+            i = end + 1
+        elif char == ".":
+            piece, i = "a", i + 1
+        else:
+            piece, i = char, i + 1
+        count, i = _quantifier(body, i)
+        out.append(piece * count)
+    sample = "".join(out)
+    try:
+        return sample if re.search(pattern, sample) else None
+    except re.error:
+        return None
+
+
+def _quantifier(body: str, i: int) -> tuple[int, int]:
+    if i < len(body) and body[i] in "*?":
+        return 0, i + 1
+    if i < len(body) and body[i] == "+":
+        return 1, i + 1
+    match = re.match(r"\{(\d+)(,\d*)?\}", body[i:])
+    if match:
+        return int(match.group(1)), i + match.end()
+    return 1, i
 
 
 def _number_sample(schema: Mapping[str, Any], kind: str) -> int | float:

@@ -179,8 +179,9 @@ def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
 def break_copied_runs(text: str, grams: set[tuple[str, ...]], n: int = COPY_RUN_WORDS) -> str:
     """Drop just enough words that no ``n``-word run of ``text`` is in ``grams``.
 
-    In each offending run the least informative word goes first (a function
-    word, else the shortest), so meaning survives the cut.
+    In each offending run a function word nearest the middle goes first (else
+    the middle word): one cut in the middle breaks the most overlapping runs,
+    and dropping a function word keeps the meaning.
     """
     if not grams:
         return text
@@ -188,7 +189,8 @@ def break_copied_runs(text: str, grams: set[tuple[str, ...]], n: int = COPY_RUN_
     kept = list(range(len(spans)))
     dropped: set[int] = set()
     while (window := _first_copied_window(kept, spans, grams, n)) is not None:
-        victim = min(window, key=lambda i: (spans[i][2] not in FUNCTION_WORDS, len(spans[i][2])))
+        middle = window[len(window) // 2]
+        victim = min(window, key=lambda i: (spans[i][2] not in FUNCTION_WORDS, abs(i - middle)))
         dropped.add(victim)
         kept.remove(victim)
     if not dropped:
