@@ -1,1 +1,33 @@
-"""Cartograph cards."""
+"""Capability cards: operator-attested, Ed25519-signed descriptions of upstream servers.
+
+Public entry points:
+
+- :func:`cartograph.cards.attest.attest_in_memory` — offline: template cards signed by an
+  ephemeral key and verified;
+- :class:`cartograph.cards.store.CardStore` — signed cards on disk, loaded only through
+  verification (``load_verified``, ``load``);
+- :class:`cartograph.cards.verified.VerifiedCards` — the only form cards leave this package in;
+- :func:`cartograph.cards.drift.check_drift` — served definitions vs. their signed pins.
+"""
+
+from cartograph.cards.model import (
+    Capability,
+    Card,
+    CardBody,
+    Identity,
+    Pins,
+    Provenance,
+    Signature,
+    ToolCard,
+)
+
+__all__ = [
+    "Capability",
+    "Card",
+    "CardBody",
+    "Identity",
+    "Pins",
+    "Provenance",
+    "Signature",
+    "ToolCard",
+]

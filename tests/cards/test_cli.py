@@ -1,0 +1,121 @@
+"""The card commands, run in-process: keys init, bootstrap, cards verify/show/diff."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cartograph.catalog import save_catalog
+from cartograph.catalog.model import Catalog
+from cartograph.cli.main import build_app
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(build_app(), list(args))
+    return result.exit_code, result.stdout
+
+
+@pytest.fixture
+def setup(tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    monkeypatch.chdir(tmp_path)
+    state = tmp_path / "state"
+    snapshot = tmp_path / "catalog.json"
+    save_catalog(catalog, snapshot)
+    code, _ = run("keys", "init", "--state-dir", str(state))
+    assert code == 0
+    return state, snapshot
+
+
+def test_keys_init_creates_a_0600_key_and_trusts_it(setup: tuple[Path, Path]) -> None:
+    state, _ = setup
+    key = state / "keys" / "operator.key"
+
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    code, out = run("keys", "list", "--state-dir", str(state), "--json")
+    assert code == 0 and len(json.loads(out)) == 1
+    code, _ = run("keys", "init", "--state-dir", str(state))
+    assert code != 0
+
+
+def test_bootstrap_then_verify_passes_and_rerun_changes_nothing(setup: tuple[Path, Path]) -> None:
+    state, snapshot = setup
+    code, out = run("bootstrap", "--state-dir", str(state), "--catalog", str(snapshot), "--json")
+    assert code == 0
+    assert {s["outcome"] for s in json.loads(out)["servers"]} == {"written"}
+
+    code, out = run("cards", "verify", "--state-dir", str(state), "--json")
+    assert code == 0
+    assert {row["status"] for row in json.loads(out)} == {"ok"}
+
+    code, out = run("bootstrap", "--state-dir", str(state), "--catalog", str(snapshot), "--json")
+    assert {s["outcome"] for s in json.loads(out)["servers"]} == {"unchanged"}
+
+
+@pytest.mark.promise("P-SIG-3")
+def test_verify_fails_naming_the_card_with_a_flipped_byte(setup: tuple[Path, Path]) -> None:
+    state, snapshot = setup
+    run("bootstrap", "--state-dir", str(state), "--catalog", str(snapshot))
+    path = state / "cards" / "weather.card.json"
+    path.write_text(path.read_text().replace("Weather", "Wea7her", 1))
+
+    code, out = run("cards", "verify", "--state-dir", str(state), "--json")
+
+    assert code == 1
+    rows = {row["server"]: row for row in json.loads(out)}
+    assert rows["weather"]["status"] == "bad_signature"
+    assert rows["files"]["status"] == "ok"
+
+
+def test_show_prints_the_verified_card(setup: tuple[Path, Path]) -> None:
+    state, snapshot = setup
+    run("bootstrap", "--state-dir", str(state), "--catalog", str(snapshot))
+
+    code, out = run("cards", "show", "files", "--state-dir", str(state), "--json")
+
+    assert code == 0
+    assert json.loads(out)["body"]["identity"]["server"] == "files"
+
+
+def test_diff_reports_drift_since_attestation(setup: tuple[Path, Path], catalog: Catalog) -> None:
+    state, snapshot = setup
+    run("bootstrap", "--state-dir", str(state), "--catalog", str(snapshot))
+    tools = (catalog.servers[1].tools[0].model_copy(update={"description": "Changed."}),)
+    changed = Catalog(
+        servers=(catalog.servers[0], catalog.servers[1].model_copy(update={"tools": tools}))
+    )
+    save_catalog(changed, snapshot)
+
+    code, out = run(
+        "cards", "diff", "--state-dir", str(state), "--catalog", str(snapshot), "--json"
+    )
+    assert code == 0
+    problems = json.loads(out)["drift"]["problems"]
+    assert problems == [
+        {
+            "server": "weather",
+            "tool": "get_forecast",
+            "status": "drifted",
+            "changed": ["description"],
+        }
+    ]
+    code, _ = run(
+        "cards", "diff", "--state-dir", str(state), "--catalog", str(snapshot), "--exit-code"
+    )
+    assert code == 1
+    code, out = run(
+        "bootstrap",
+        "--state-dir",
+        str(state),
+        "--catalog",
+        str(snapshot),
+        "--server",
+        "weather",
+        "--json",
+    )
+    assert [(s["server"], s["version"]) for s in json.loads(out)["servers"]] == [("weather", 2)]
