@@ -247,7 +247,7 @@ async def test_instructions_name_the_tools_as_each_mount_shows_them(
     assert "alpha_" not in texts["/mcp/routed"]
 
 
-INSPECTOR_DIRS = ("tools/inspector", ".", "demo")
+INSPECTOR_DIRS = (".tools/inspector", "tools/inspector", ".")
 
 
 def _inspector() -> Path:
@@ -255,10 +255,7 @@ def _inspector() -> Path:
     repo = Path(__file__).resolve().parents[2]
     candidates = [
         os.environ.get("CARTOGRAPH_INSPECTOR", ""),
-        *(
-            str(repo / d / "node_modules/.bin/mcp-inspector")
-            for d in ("tools/inspector", ".", "demo")
-        ),
+        *(str(repo / d / "node_modules/.bin/mcp-inspector") for d in INSPECTOR_DIRS),
         shutil.which("mcp-inspector") or "",
     ]
     for candidate in candidates:
