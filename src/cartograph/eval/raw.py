@@ -28,6 +28,7 @@ def raw_entries(catalog: Catalog) -> list[IndexEntry]:
                     description=tool.description,
                     arguments=schema_text(tool.input_schema),
                     server_text=server_text,
+                    server_title=split_identifier(server.name),
                 )
             )
     return entries

@@ -9,6 +9,7 @@ baseline in :mod:`cartograph.eval.raw`; nothing that serves agents calls it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -20,7 +21,13 @@ ToolKey = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class IndexEntry:
-    """One rankable tool, split into the fields the rankers weight separately."""
+    """One rankable tool, split into the fields the rankers weight separately.
+
+    Lexical indexes read the fields as they are (the card's description
+    repeats the tool's name, which acts as a name boost for BM25); the dense
+    model reads :attr:`text`, which is the same facts without the card
+    template's structure words.
+    """
 
     server: str
     tool: str
@@ -28,6 +35,7 @@ class IndexEntry:
     description: str
     arguments: str
     server_text: str
+    server_title: str = ""
 
     @property
     def key(self) -> ToolKey:
@@ -35,9 +43,42 @@ class IndexEntry:
 
     @property
     def text(self) -> str:
-        """The one string a dense model embeds for this tool."""
-        parts = (self.name, self.description, self.arguments)
+        """The one string a dense model embeds for this tool.
+
+        ``"<server>: <tool name>. <description>. <arguments>"``: the server's
+        title says which product the action belongs to ("Office word: add
+        paragraph" vs "PowerPoint: add slide"), which a sentence embedding
+        cannot otherwise know; the template's structure words ("Needs …",
+        "(optional)", a leading restatement of the name) are dropped because
+        every card has them, so they only pull all vectors together.
+        """
+        head = f"{self.server_title}: {self.name}" if self.server_title else self.name
+        parts = (
+            head,
+            plain_description(self.description, self.name),
+            plain_arguments(self.arguments),
+        )
         return ". ".join(p for p in parts if p)
+
+
+# Sentences the template generator writes into every card: structure, not meaning.
+_STRUCTURE = re.compile(r"\s*(?:Needs [^.]*|Takes no inputs|Tool name: [^.]*)\.(?=\s|$)")
+_OPTIONAL = re.compile(r"\s*\(optional\)|optional;\s*")
+NO_ARGUMENTS = "no arguments"
+
+
+def plain_description(description: str, name: str) -> str:
+    """The description without template structure or a first sentence restating ``name``."""
+    text = _STRUCTURE.sub("", description).strip()
+    first, _, rest = text.partition(".")
+    if first.strip().lower() == name.strip().lower():
+        text = rest.strip()
+    return text.rstrip(".")
+
+
+def plain_arguments(arguments: str) -> str:
+    """The argument summary without "(optional)" markers (they are on almost every argument)."""
+    return "" if arguments == NO_ARGUMENTS else _OPTIONAL.sub("", arguments)
 
 
 def entries_from_cards(
@@ -72,6 +113,7 @@ def entries_from_cards(
                     description=tool.description,
                     arguments=tool.arguments,
                     server_text=server_text,
+                    server_title=body.capability.summary.split(". ", 1)[0].rstrip("."),
                 )
             )
     return entries
