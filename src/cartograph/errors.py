@@ -32,7 +32,8 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   └── ArgumentError           arguments do not match the tool's input schema
     ├── PolicyError                 a catalog policy or authorization refuses the request
     │   └── AuthenticationError     no valid bearer token where one is required (HTTP 401)
-    └── StubError                   stub generation refused (output folder, server selection)
+    ├── StubError                   stub generation refused (output folder, server selection)
+    └── DemoError                   a `cartograph demo` check failed (what an agent should see)
 """
 
 from __future__ import annotations
@@ -168,6 +169,10 @@ class StubError(CartographError):
     code = "stub_error"
 
 
+class DemoError(CartographError):
+    code = "demo_failed"
+
+
 __all__ = [
     "ArgumentError",
     "AuthenticationError",
@@ -178,6 +183,7 @@ __all__ = [
     "CatalogError",
     "CircuitOpen",
     "ConfigError",
+    "DemoError",
     "DriftError",
     "GeneratorError",
     "KeyFileError",

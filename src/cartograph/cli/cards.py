@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout
 from cartograph.config.model import Config
-from cartograph.errors import CardError, ConfigError, KeyFileError
+from cartograph.errors import CardError, ConfigError
 
 keys_app = typer.Typer(help="Operator signing keys and the trust set.", no_args_is_help=True)
 cards_app = typer.Typer(help="Inspect and verify signed capability cards.", no_args_is_help=True)
@@ -58,33 +58,10 @@ def keys_init(
     json_out: JsonOption = False,
 ) -> None:
     """Create the operator's Ed25519 key pair and add it to the trust set."""
-    from cartograph.cards.keys import SigningKey, write_private_key, write_public_key
-    from cartograph.cards.store import key_path, public_key_path, trust_path
-    from cartograph.cards.trust import TrustedKey, load_trust, save_trust
+    from cartograph.cards.operator import init_operator_key
 
-    cfg = _config(config, state_dir)
-    private = key_path(cfg)
-    if private.exists() and not force:
-        raise KeyFileError(
-            f"{private}: a key already exists; pass --force to replace it (old cards will "
-            "then need re-attesting, or keep the old key in the trust set during rotation)",
-            code="key_exists",
-        )
-    key = SigningKey.generate()
-    private.parent.mkdir(parents=True, exist_ok=True)
-    private.parent.chmod(0o700)
-    write_private_key(key, private)
-    write_public_key(key.public, public_key_path(private))
-    trust_file = trust_path(cfg)
-    save_trust(
-        load_trust(trust_file).with_key(TrustedKey(key.public, label="operator")), trust_file
-    )
-    info = {
-        "key_id": key.key_id,
-        "private_key": str(private),
-        "public_key": str(public_key_path(private)),
-        "trust": str(trust_file),
-    }
+    made = init_operator_key(_config(config, state_dir), force=force)
+    info = {k: v for k, v in made.to_dict().items() if k != "created"}
     if json_out:
         print_json(info)
         return

@@ -1,19 +1,17 @@
-"""``cartograph servers | tools | snapshot | demo``: the federation as the operator sees it.
+"""``cartograph servers | tools | snapshot``: the federation as the operator sees it.
 
 ``servers`` connects to every enabled upstream concurrently and reports each
 one; ``tools`` lists what they serve; ``snapshot`` writes the whole
-federation's ``tools/list`` as a ``catalog.json``; ``demo`` runs the main job
-on the bundled demo federation. Every command reads ``--catalog`` instead of
-live servers where that makes sense.
+federation's ``tools/list`` as a ``catalog.json``. Every command reads
+``--catalog`` instead of live servers where that makes sense. (``demo`` lives
+in :mod:`cartograph.cli.demo` and reuses :func:`connect_live` and
+:func:`show_reports`.)
 """
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -29,10 +27,8 @@ from cartograph.config.loader import load_config
 from cartograph.config.model import Config
 from cartograph.errors import CartographError
 from cartograph.upstream.federation import FederationResult, ServerReport, connect_federation
-from cartograph.upstream.loopback import everything_available, everything_over_http
 
 DESCRIPTION_WIDTH: Final = 80
-DEMO_CONFIG: Final = Path("demo/cartograph.toml")
 
 
 def _config(path: Path | None) -> Config:
@@ -217,76 +213,3 @@ def snapshot(
         print_json(info)
     else:
         stdout.print(f"wrote {out}: {info['servers']} servers, {info['tools']} tools")
-
-
-# -- demo ------------------------------------------------------------------------------
-
-
-@dataclass
-class DemoContext:
-    """What the demo steps share: the config and the live federation."""
-
-    config: Config
-    json_out: bool
-    federation: FederationResult | None = None
-    results: dict[str, Any] = field(default_factory=dict)
-
-
-DemoStep = Callable[[DemoContext], Awaitable[None]]
-
-
-async def _step_connect(ctx: DemoContext) -> None:
-    ctx.federation = await connect_live(ctx.config)
-    ctx.results["connect"] = summary(ctx.federation)
-    if not ctx.json_out:
-        show_reports(ctx.federation, json_out=False)
-    else:
-        ctx.results["servers"] = [r.to_dict() for r in ctx.federation.reports]
-
-
-# The main job, in order. Later steps (bootstrap cards, discover, call) are
-# appended here; each gets the shared context with the live federation.
-DEMO_STEPS: list[tuple[str, DemoStep]] = [("connect", _step_connect)]
-
-
-async def run_demo(config_path: Path, *, json_out: bool, http: bool = True) -> dict[str, Any]:
-    """Start the loopback HTTP upstream, load the config, run every demo step.
-
-    ``config_path`` must be absolute (its folder holds the demo's node_modules).
-    """
-    demo_dir = config_path.parent
-    async with _maybe_http(demo_dir, enabled=http):
-        ctx = DemoContext(load_config(config_path), json_out)
-        try:
-            for name, step in DEMO_STEPS:
-                started = time.perf_counter()
-                await step(ctx)
-                if not json_out:
-                    stderr.print(f"[dim]step {name}: {time.perf_counter() - started:.2f}s[/]")
-        finally:
-            if ctx.federation is not None:
-                await ctx.federation.aclose()
-    return ctx.results
-
-
-def _maybe_http(demo_dir: Path, *, enabled: bool) -> AbstractAsyncContextManager[int | None]:
-    if enabled and everything_available(demo_dir):
-        return everything_over_http(demo_dir)
-    if enabled:
-        stderr.print("[yellow]demo HTTP upstream not installed; run scripts/setup[/]")
-    return nullcontext(None)
-
-
-@app.command()
-def demo(
-    config: ConfigOption = None,
-    json_out: JsonOption = False,
-    no_http: Annotated[
-        bool, typer.Option("--no-http", help="Do not start the loopback HTTP upstream.")
-    ] = False,
-) -> None:
-    """Run the main job on the demo federation (demo/cartograph.toml)."""
-    path = Path(os.path.abspath(config or DEMO_CONFIG))
-    results = anyio.run(lambda: run_demo(path, json_out=json_out, http=not no_http))
-    if json_out:
-        print_json(results)

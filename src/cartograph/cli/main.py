@@ -22,6 +22,7 @@ EXIT_CARTOGRAPH_ERROR: Final = 2
 # Command modules, each registering its commands on import (keep sorted).
 COMMAND_MODULES: Final[tuple[str, ...]] = (
     "cards",
+    "demo",
     "federation",
     "http_client",
     "retrieval",

@@ -104,10 +104,15 @@ def serve(
     catalog_name: CatalogNameOption = None,
     attest_in_memory: AttestOption = False,
     debug: Annotated[bool, typer.Option("--debug", help="Debug logging (to stderr).")] = False,
+    state_dir: Annotated[
+        Path | None, typer.Option("--state-dir", help="State directory (default: the config's).")
+    ] = None,
 ) -> None:
     """Serve the proxy's three tools (discover, status, call) over stdio or HTTP."""
     _setup_logging(debug)
     config = _load(config_path, mode)
+    if state_dir is not None:
+        config = config.model_copy(update={"state_dir": state_dir})
     if http:
         from cartograph.server.http import serve_http
 

@@ -43,21 +43,39 @@ def everything_available(demo_dir: Path) -> bool:
     return (demo_dir / EVERYTHING_SCRIPT).is_file()
 
 
+def port_is_free(port: int) -> bool:
+    """Whether nothing listens on 127.0.0.1:``port`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As a listener would: a previous run's connections in TIME_WAIT do not count.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 @contextlib.asynccontextmanager
 async def everything_over_http(
-    demo_dir: Path, *, mode: HttpMode = "streamableHttp", export: bool = True
+    demo_dir: Path,
+    *,
+    mode: HttpMode = "streamableHttp",
+    export: bool = True,
+    port: int | None = None,
 ) -> AsyncIterator[int]:
     """Serve server-everything over HTTP on 127.0.0.1; yields the port.
 
     With ``export`` the port is put in ``$CARTOGRAPH_DEMO_HTTP_PORT`` for the
-    duration, so the demo config's URL points at it.
+    duration, so the demo config's URL points at it. ``port`` is used when it
+    is free (a stable URL keeps that server's card identity, and so its card,
+    unchanged across runs); otherwise the OS picks one.
     """
     if not everything_available(demo_dir):
         raise UpstreamUnavailable(
             f"{demo_dir / EVERYTHING_SCRIPT} is missing; run scripts/setup",
             code="upstream_command_not_found",
         )
-    port = free_port()
+    port = port if port is not None and port_is_free(port) else free_port()
     env = {**os.environ, "PORT": str(port)}
     argv = ["node", "--require", f"./{LOOPBACK_PRELOAD}", EVERYTHING_SCRIPT, mode]
     process = await anyio.open_process(

@@ -1,0 +1,231 @@
+"""The main job on the demo federation, one small step at a time.
+
+connect → operator key → bootstrap signed cards → verify them → an agent
+drives ``cartograph serve``. Each step reads and extends one
+:class:`DemoContext`, records a JSON-able result, and prints as it goes
+(unless ``--json``). A step that cannot show what it should records a failed
+check instead of stopping the demo, so the summary says what went wrong.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from cartograph.cards.bootstrap import BootstrapResult, attest_catalog
+from cartograph.cards.generators.template import TemplateGenerator
+from cartograph.cards.operator import OperatorKey, ensure_operator_key
+from cartograph.cards.overrides import OverridingGenerator, load_overrides
+from cartograph.cards.store import CardStore, trust_path
+from cartograph.cards.trust import load_trust
+from cartograph.catalog.model import Catalog
+from cartograph.cli.federation import connect_live, show_reports, summary
+from cartograph.config.loader import load_config
+from cartograph.config.model import Config
+from cartograph.demo import agent, render
+from cartograph.upstream.federation import FederationResult
+
+SERVE_LOG: Final = "demo-serve.log"
+"""The proxy's stderr during the agent step, kept in the state dir for a post-mortem."""
+
+
+@dataclass(frozen=True)
+class AgentTask:
+    """A task an agent might have, and (optionally) the one call it makes from the answer."""
+
+    task: str
+    call: tuple[str, str, dict[str, Any]] | None = None
+
+
+# Everyday tasks for three different real servers; the first one's answer is called.
+AGENT_TASKS: Final = (
+    AgentTask("what time is it in Tokyo", ("time", "get_current_time", {"timezone": "Asia/Tokyo"})),
+    AgentTask("read a file from the project folder"),
+    AgentTask("store a fact about a person in the knowledge graph"),
+)
+DISCOVER_K: Final = 5
+
+
+@dataclass
+class DemoContext:
+    """What the steps share: config, the live federation, the key, and the results."""
+
+    config_path: Path
+    config: Config
+    json_out: bool
+    federation: FederationResult | None = None
+    catalog: Catalog | None = None
+    operator: OperatorKey | None = None
+    results: dict[str, Any] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    exits: AsyncExitStack = field(default_factory=AsyncExitStack)
+
+    @property
+    def show(self) -> bool:
+        return not self.json_out
+
+    def check(self, name: str, ok: bool, detail: str = "") -> None:
+        """Record one thing the demo promises to show (a failure makes the exit code 1)."""
+        self.checks.append({"check": name, "ok": ok, "detail": detail})
+
+
+DemoStep = Callable[[DemoContext], Awaitable[None]]
+
+
+def load_demo_config(config_path: Path, state_dir: Path | None) -> Config:
+    config = load_config(config_path)
+    if state_dir is not None:
+        config = config.model_copy(update={"state_dir": state_dir.resolve()})
+    return config
+
+
+async def step_connect(ctx: DemoContext) -> None:
+    """Connect to every upstream at once and list their tools (kept open for bootstrap)."""
+    ctx.federation = await connect_live(ctx.config)
+    ctx.exits.push_async_callback(ctx.federation.aclose)
+    ctx.catalog = ctx.federation.catalog
+    ctx.results["connect"] = summary(ctx.federation)
+    ctx.results["servers"] = [r.to_dict() for r in ctx.federation.reports]
+    ctx.check("servers connected", ctx.catalog.tool_count > 0, f"{len(ctx.catalog.servers)}")
+    if ctx.show:
+        show_reports(ctx.federation, json_out=False)
+
+
+async def step_key(ctx: DemoContext) -> None:
+    """The operator key: made once (as `cartograph keys init` does), reused afterwards."""
+    ctx.operator = ensure_operator_key(ctx.config)
+    ctx.results["key"] = ctx.operator.to_dict()
+    if ctx.show:
+        render.key(ctx.operator)
+
+
+async def step_bootstrap(ctx: DemoContext) -> None:
+    """Template cards for every connected server, signed; unchanged cards stay byte-identical."""
+    assert ctx.catalog is not None and ctx.operator is not None
+    started = time.perf_counter()
+    with render.progress(ctx.show) as bar:
+        task = bar.add_task("attesting", total=len(ctx.catalog.servers))
+        result = attest_catalog(
+            ctx.catalog,
+            store=CardStore(ctx.config.state_dir),
+            key=ctx.operator.key,
+            generator=_generator(ctx.config),
+            overrides=load_overrides(ctx.config.cards.overrides),
+            configs={s.name: s for s in ctx.config.servers},
+            progress=lambda _name: bar.advance(task),
+        )
+    ctx.results["bootstrap"] = _bootstrap_summary(result, time.perf_counter() - started)
+    ctx.check("cards attested", result.count("failed") == 0, f"{result.count('failed')} failed")
+    # The proxy opens its own sessions: close ours rather than run two federations at once.
+    await ctx.exits.aclose()
+    if ctx.show:
+        render.bootstrap(ctx.results["bootstrap"], result)
+
+
+def _generator(config: Config) -> OverridingGenerator:
+    """The offline template generator (no API key), with the operator's overrides."""
+    return OverridingGenerator(TemplateGenerator(), load_overrides(config.cards.overrides))
+
+
+def _bootstrap_summary(result: BootstrapResult, seconds: float) -> dict[str, Any]:
+    return {
+        "servers": len(result.outcomes),
+        "tools": sum(o.tools for o in result.outcomes),
+        "written": result.count("written"),
+        "unchanged": result.count("unchanged"),
+        "failed": result.count("failed"),
+        "cards": [
+            {"server": o.server, "outcome": o.outcome, "version": o.version}
+            for o in result.outcomes
+        ],
+        "seconds": round(seconds, 3),
+    }
+
+
+async def step_verify(ctx: DemoContext) -> None:
+    """Verify every card on disk against the trust set, as start-up will."""
+    report = CardStore(ctx.config.state_dir).load(load_trust(trust_path(ctx.config)))
+    verified = sorted(report.verified)
+    failures = {s: exc.to_dict() for s, exc in report.failures.items()}
+    expected = {s.name for s in ctx.catalog.servers} if ctx.catalog is not None else set()
+    missing = sorted(expected - set(verified) - set(failures))
+    ctx.results["verify"] = {
+        "verified": len(verified),
+        "failed": failures,
+        "missing": missing,
+        "signers": sorted({report.verified.signer(s) for s in verified}),
+    }
+    ok = bool(verified) and not failures and not missing
+    ctx.check("cards verified", ok, f"{len(verified)} verified, {len(failures)} failed")
+    if ctx.show:
+        render.verify(ctx.results["verify"])
+
+
+async def step_agent(ctx: DemoContext) -> None:
+    """Be the agent: spawn `cartograph serve`, list, discover, call, status."""
+    log = Path(ctx.config.state_dir) / SERVE_LOG
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as errlog:
+        async with agent.proxy_client(
+            ctx.config_path, state_dir=ctx.config.state_dir, errlog=errlog
+        ) as client:
+            names, list_bytes = await agent.list_proxy_tools(client)
+            ctx.results["agent"] = {"proxy_tools": names, "tools_list_bytes": list_bytes}
+            ctx.check("three proxy tools", names == ["discover", "status", "call"], str(names))
+            if ctx.show:
+                render.proxy_tools(names, list_bytes)
+            for item in AGENT_TASKS:
+                await _discover_and_call(ctx, client, item)
+            await _status(ctx, client)
+    ctx.results["agent"]["serve_log"] = str(log)
+
+
+async def _discover_and_call(ctx: DemoContext, client: Any, item: AgentTask) -> None:
+    found = await agent.discover(client, item.task, DISCOVER_K)
+    ctx.results["agent"].setdefault("discover", []).append(found.to_dict())
+    if ctx.show:
+        render.discovery(found)
+    if item.call is None:
+        return
+    server, tool, arguments = item.call
+    ctx.check(f"discover found {server}/{tool}", found.has(server, tool), item.task)
+    if not found.has(server, tool):
+        return
+    result = await agent.call(client, server, tool, arguments)
+    text = agent.result_text(result)
+    ctx.results["agent"]["call"] = {
+        "server": server,
+        "tool": tool,
+        "arguments": arguments,
+        "is_error": result.is_error,
+        "text": text,
+        "structured": result.structured_content,
+    }
+    ctx.check(f"call {server}/{tool}", not result.is_error and bool(text), text[:200])
+    if ctx.show:
+        render.call(server, tool, arguments, result.is_error, text)
+
+
+async def _status(ctx: DemoContext, client: Any) -> None:
+    report = await agent.status(client)
+    totals = report.get("totals", {})
+    ctx.results["agent"]["status"] = {
+        "totals": totals,
+        "servers": {s["name"]: s["health"] for s in report.get("servers", [])},
+    }
+    if ctx.show:
+        render.status(totals)
+
+
+# The main job, in order.
+DEMO_STEPS: list[tuple[str, DemoStep]] = [
+    ("connect", step_connect),
+    ("key", step_key),
+    ("bootstrap", step_bootstrap),
+    ("verify", step_verify),
+    ("agent", step_agent),
+]
