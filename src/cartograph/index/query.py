@@ -42,10 +42,17 @@ LITERAL_WORDS: Final = {"url": "url web page link", "path": "file path", "domain
 
 @dataclass(frozen=True, slots=True)
 class Clause:
-    """One step of a task: its text (literals replaced) and search tokens."""
+    """One step of a task: its text (literals replaced), search tokens, and span.
+
+    ``start``/``end`` locate the step in :attr:`ParsedQuery.text`, so an
+    embedder can pool the step's vector from the whole task's token vectors
+    instead of running the model once more (see ``QueryContext``).
+    """
 
     text: str
     tokens: tuple[str, ...]
+    start: int = 0
+    end: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +67,25 @@ class ParsedQuery:
 def parse_query(task: str) -> ParsedQuery:
     """Normalise literals and split ``task`` into steps (always at least one)."""
     text = replace_literals(task.strip())
-    pieces = [p for s in _SENTENCE.split(text) for p in _STEP.split(s) if p and p.strip()]
-    clauses = _merge_short([Clause(p.strip(), tuple(tokenize(p))) for p in pieces])
-    whole = Clause(text, tuple(tokenize(text)))
+    spans = [p for s, e in _split(_SENTENCE, text, 0, len(text)) for p in _split(_STEP, text, s, e)]
+    clauses = _merge_short([Clause(text[s:e], tuple(tokenize(text[s:e])), s, e) for s, e in spans])
+    whole = Clause(text, tuple(tokenize(text)), 0, len(text))
     if not clauses:
         clauses = [whole]
     return ParsedQuery(text=text, tokens=whole.tokens, clauses=tuple(clauses[:MAX_CLAUSES]))
+
+
+def _split(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``pattern.split`` of ``text[start:end]`` as stripped, non-empty (start, end) spans."""
+    cuts = [(m.start(), m.end()) for m in pattern.finditer(text, start, end) if m.end() > m.start()]
+    bounds = zip([start, *(b for _, b in cuts)], [*(a for a, _ in cuts), end], strict=True)
+    spans: list[tuple[int, int]] = []
+    for a, b in bounds:
+        piece = text[a:b]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            spans.append((a + lead, a + len(piece.rstrip())))
+    return spans
 
 
 def replace_literals(text: str) -> str:
@@ -87,6 +107,8 @@ def _merge_short(clauses: list[Clause]) -> list[Clause]:
     for clause in clauses:
         if merged and min(len(clause.tokens), len(merged[-1].tokens)) < MIN_CLAUSE_TOKENS:
             prev = merged.pop()
-            clause = Clause(f"{prev.text} {clause.text}", prev.tokens + clause.tokens)
+            clause = Clause(
+                f"{prev.text} {clause.text}", prev.tokens + clause.tokens, prev.start, clause.end
+            )
         merged.append(clause)
     return [c for c in merged if c.tokens]

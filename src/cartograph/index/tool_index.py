@@ -45,9 +45,14 @@ class Hit(BaseModel):
 class ToolIndex:
     """Every ranker over one corpus of verified tools."""
 
-    def __init__(self, corpus: Corpus, *, default_method: str = DEFAULT_METHOD) -> None:
+    def __init__(
+        self, corpus: Corpus, *, default_method: str = DEFAULT_METHOD, pooled_steps: bool = False
+    ) -> None:
         self.corpus = corpus
         self.default_method = default_method
+        # Pool step vectors from one model run over the whole task (faster, slightly
+        # less accurate; see QueryContext). Off by default: quality first.
+        self.pooled_steps = pooled_steps
         self._rankers: dict[str, Ranker] = {}
         get_ranker(default_method)  # fail at build time, not at the first query
 
@@ -103,7 +108,7 @@ class ToolIndex:
 
     def context(self, task: str) -> QueryContext:
         """Parse ``task`` once; several rankers may then share its embeddings."""
-        return QueryContext(self.corpus, parse_query(task))
+        return QueryContext(self.corpus, parse_query(task), pooled_steps=self.pooled_steps)
 
     def rank(
         self,

@@ -7,8 +7,9 @@ the whole task and its steps, so lexical rankers never pay for a model call.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -20,25 +21,58 @@ from cartograph.index.query import ParsedQuery
 Ranking = list[tuple[int, float]]
 
 
+@runtime_checkable
+class SpanEmbedder(Protocol):
+    """An embedder that can also pool vectors for spans of one text from a single run."""
+
+    def embed_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> Vectors:
+        """Row 0: ``text`` (as ``embed`` would give it); row i: the i-th span, in context."""
+        ...
+
+
 @dataclass
 class QueryContext:
-    """One task, parsed, with its embeddings computed on first use."""
+    """One task, parsed, with its embeddings computed on first use.
+
+    The whole task and its steps are embedded separately and lazily, so the
+    single-signal rankers (dense, two-stage) pay for one model run and
+    lexical rankers for none. With ``pooled_steps`` and an embedder that
+    supports it (:class:`SpanEmbedder`), step vectors are pooled from the
+    whole task's token vectors: one model run per query instead of one per
+    step, for a small loss of quality (``docs/retrieval.md``).
+    """
 
     corpus: Corpus
     query: ParsedQuery
-    _vectors: Vectors | None = field(default=None, repr=False)
+    pooled_steps: bool = False
+    _whole: Vectors | None = field(default=None, repr=False)
+    _steps: Vectors | None = field(default=None, repr=False)
 
     def vectors(self) -> Vectors:
         """Row 0 embeds the whole task; rows 1.. embed its steps, in order."""
-        if self._vectors is None:
-            texts = [self.query.text, *(c.text for c in self.query.clauses)]
-            self._vectors = self.corpus.embedder.embed(texts)
-        vectors: Vectors = self._vectors
-        return vectors
+        steps = self.step_vectors()
+        return np.vstack([self.whole_vector()[None, :], steps]).astype(np.float32, copy=False)
 
     def whole_vector(self) -> Vectors:
-        whole: Vectors = self.vectors()[0]
+        if self._whole is None:
+            self._whole = self.corpus.embedder.embed([self.query.text])[0]
+        whole: Vectors = self._whole
         return whole
+
+    def step_vectors(self) -> Vectors:
+        """One row per step; a step that is the whole task reuses its vector."""
+        if self._steps is None:
+            clauses = self.query.clauses
+            embedder = self.corpus.embedder
+            if len(clauses) == 1 and clauses[0].text == self.query.text:
+                self._steps = self.whole_vector()[None, :]
+            elif self.pooled_steps and isinstance(embedder, SpanEmbedder):
+                rows = embedder.embed_spans(self.query.text, [(c.start, c.end) for c in clauses])
+                self._whole, self._steps = rows[0], rows[1:]
+            else:
+                self._steps = embedder.embed([c.text for c in clauses])
+        steps: Vectors = self._steps
+        return steps
 
 
 class Ranker(Protocol):

@@ -81,7 +81,7 @@ def features(ctx: QueryContext, *, use_dense: bool = True) -> Features:
 
     dense = server_dense = None
     if use_dense:
-        vectors = ctx.vectors()[: len(units)]
+        vectors = ctx.vectors() if len(units) > 1 else ctx.whole_vector()[None, :]
         dense = (vectors @ ctx.corpus.tool_vectors.T).astype(np.float64)
         server_dense = (vectors @ ctx.corpus.centroids.T).astype(np.float64)
     return Features(

@@ -84,6 +84,15 @@ class MiniLMEmbedder:
             out[rows] = runtime.embed_batch([texts[i] for i in rows])
         return out
 
+    def embed_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> Vectors:
+        """Row 0: ``text`` exactly as :meth:`embed` gives it; row i: span i pooled in context.
+
+        One model run: a span's vector is the mean of the token vectors whose
+        characters lie inside it ("late chunking"), so a task's steps cost no
+        extra inference. Used for query steps, never for cached tool vectors.
+        """
+        return self._get_runtime().embed_spans(text, spans)
+
     def _get_runtime(self) -> _Runtime:
         if self._runtime is None:
             with self._lock:
@@ -110,6 +119,23 @@ class _Runtime:
             feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
         (tokens,) = self.session.run(["last_hidden_state"], feeds)
         return mean_pool_normalise(np.asarray(tokens, dtype=np.float32), mask)
+
+    def embed_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> Vectors:
+        encoding = self.tokenizer.encode(text)
+        mask = np.array([encoding.attention_mask], dtype=np.int64)
+        feeds = {"input_ids": np.array([encoding.ids], dtype=np.int64), "attention_mask": mask}
+        if "token_type_ids" in self.input_names:
+            feeds["token_type_ids"] = np.array([encoding.type_ids], dtype=np.int64)
+        (tokens,) = self.session.run(["last_hidden_state"], feeds)
+        offsets = np.array(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+        real = (np.array(encoding.special_tokens_mask) == 0) & (offsets[:, 1] > offsets[:, 0])
+        rows = [mask[0]]
+        for start, end in spans:
+            inside = real & (offsets[:, 0] >= start) & (offsets[:, 1] <= end)
+            rows.append(inside.astype(np.int64) if inside.any() else mask[0])
+        weights = np.vstack(rows)
+        repeated = np.repeat(np.asarray(tokens, dtype=np.float32), len(weights), axis=0)
+        return mean_pool_normalise(repeated, weights)
 
 
 def mean_pool_normalise(tokens: Vectors, mask: npt.NDArray[np.int64]) -> Vectors:
