@@ -1,7 +1,12 @@
 """Per-call latency: direct SDK session vs `call` through `cartograph serve` (pooled) vs one-shot.
 
-One run, same upstream (our scriptable stdio server, tool ``add``), 200 calls
-each after a warm-up. One-shot is broken down as the paper's §5.5 does:
+One run, same upstream (our scriptable stdio server), two tools: ``add``
+(answers in well under 1 ms: the worst case for relative overhead) and
+``sleep`` for 20 ms (a tool that does some I/O-bound work, closer to a real
+one). Direct and pooled calls are *interleaved* — call i goes direct, then
+through the proxy — so load from other processes on a shared machine hits
+both alike; 200 timed calls each after a warm-up. One-shot is broken down
+as the paper's §5.5 does:
 spawn (process start until the initialize reply: interpreter boot included),
 handshake (initialize + tools/list), execution (tools/call), teardown, and
 the wrapper overhead (total minus the measured parts).
@@ -30,6 +35,10 @@ sys.path.insert(0, str(ROOT))
 from tests.servers.support import scriptable, toml_for  # noqa: E402
 
 WARMUP = 20
+TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "fast": ("add", {"a": 1, "b": 2}),
+    "20ms": ("sleep", {"seconds": 0.02}),
+}
 
 
 def upstream() -> StdioServerParameters:
@@ -50,41 +59,50 @@ def stats(samples: list[float]) -> dict[str, float]:
     }
 
 
-async def timed_calls(client: Client, n: int, name: str, args: dict[str, Any]) -> list[float]:
-    for _ in range(WARMUP):
-        await client.call_tool(name, args)
-    out = []
-    for _ in range(n):
-        start = time.perf_counter()
-        result = await client.call_tool(name, args)
-        out.append((time.perf_counter() - start) * 1000)
-        assert not result.is_error, result
-    return out
-
-
-async def direct(n: int) -> list[float]:
-    async with Client(upstream(), mode="legacy") as client:
-        return await timed_calls(client, n, "add", {"a": 1, "b": 2})
-
-
-async def through_proxy(n: int, config: Path, mode: str) -> list[float]:
-    params = StdioServerParameters(
+def proxy_params(config: Path, mode: str) -> StdioServerParameters:
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "cartograph.cli.main", "serve", "--attest-in-memory",
               "--config", str(config), "--mode", mode],
         cwd=str(ROOT),
     )  # fmt: skip
-    meta = {"server": "calc", "tool": "add", "arguments": {"a": 1, "b": 2}}
-    async with Client(params, mode="legacy") as client:
-        await client.call_tool("status", {})  # wait until the catalog is up
-        if mode == "oneshot":
-            out = []
+
+
+async def timed(client: Client, name: str, args: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    result = await client.call_tool(name, args)
+    elapsed = (time.perf_counter() - start) * 1000
+    assert not result.is_error, result
+    return elapsed
+
+
+async def interleaved(n: int, config: Path) -> dict[str, dict[str, list[float]]]:
+    """For each tool: n direct and n pooled calls, alternating, on kept-open sessions."""
+    out: dict[str, dict[str, list[float]]] = {}
+    async with (
+        Client(upstream(), mode="legacy") as direct,
+        Client(proxy_params(config, "pooled"), mode="legacy") as proxy,
+    ):
+        await proxy.call_tool("status", {})  # wait until the catalog is up
+        for label, (tool, args) in TOOLS.items():
+            meta = {"server": "calc", "tool": tool, "arguments": args}
+            for _ in range(WARMUP):
+                await timed(direct, tool, args)
+                await timed(proxy, "call", meta)
+            samples: dict[str, list[float]] = {"direct": [], "pooled": []}
             for _ in range(n):
-                start = time.perf_counter()
-                await client.call_tool("call", meta)
-                out.append((time.perf_counter() - start) * 1000)
-            return out
-        return await timed_calls(client, n, "call", meta)
+                samples["direct"].append(await timed(direct, tool, args))
+                samples["pooled"].append(await timed(proxy, "call", meta))
+            out[label] = samples
+    return out
+
+
+async def oneshot(n: int, config: Path) -> list[float]:
+    tool, args = TOOLS["fast"]
+    meta = {"server": "calc", "tool": tool, "arguments": args}
+    async with Client(proxy_params(config, "oneshot"), mode="legacy") as client:
+        await client.call_tool("status", {})
+        return [await timed(client, "call", meta) for _ in range(n)]
 
 
 async def oneshot_breakdown(n: int) -> dict[str, Any]:
@@ -116,24 +134,29 @@ async def main(calls: int, oneshot_calls: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "cartograph.toml"
         config.write_text(toml_for(Path(tmp) / "state", scriptable("calc")))
-        direct_ms = stats(await direct(calls))
-        pooled_ms = stats(await through_proxy(calls, config, "pooled"))
-        oneshot_ms = stats(await through_proxy(oneshot_calls, config, "oneshot"))
+        runs = await interleaved(calls, config)
+        oneshot_ms = stats(await oneshot(oneshot_calls, config))
         manual = await oneshot_breakdown(min(oneshot_calls, 10))
+    report: dict[str, Any] = {}
+    for label, samples in runs.items():
+        direct_ms, pooled_ms = stats(samples["direct"]), stats(samples["pooled"])
+        report[label] = {
+            "tool": TOOLS[label][0],
+            "direct": direct_ms,
+            "pooled": pooled_ms,
+            "pooled_over_direct_median": round(pooled_ms["median_ms"] / direct_ms["median_ms"], 3),
+            "pooled_over_direct_mean": round(pooled_ms["mean_ms"] / direct_ms["mean_ms"], 3),
+            "pooled_overhead_median_ms": round(pooled_ms["median_ms"] - direct_ms["median_ms"], 3),
+        }
     measured = manual["spawn"] + manual["handshake"] + manual["execution"] + manual["teardown"]
-    return {
-        "direct": direct_ms,
-        "pooled": pooled_ms,
-        "oneshot": oneshot_ms,
-        "pooled_over_direct": round(pooled_ms["mean_ms"] / direct_ms["mean_ms"], 3),
-        "pooled_overhead_ms": round(pooled_ms["mean_ms"] - direct_ms["mean_ms"], 3),
-        "oneshot_breakdown_ms": {
-            **manual,
-            "wrapper_overhead": round(oneshot_ms["mean_ms"] - measured, 1),
-            "note": "spawn = process start to initialize reply (boot included); "
-            "handshake = tools/list; wrapper = proxy one-shot mean minus the by-hand phases",
-        },
+    report["oneshot"] = oneshot_ms
+    report["oneshot_breakdown_ms"] = {
+        **manual,
+        "wrapper_overhead": round(oneshot_ms["mean_ms"] - measured, 1),
+        "note": "spawn = process start to initialize reply (boot included); "
+        "handshake = tools/list; wrapper = proxy one-shot mean minus the by-hand phases",
     }
+    return report
 
 
 if __name__ == "__main__":

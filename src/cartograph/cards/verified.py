@@ -3,17 +3,60 @@
 A :class:`VerifiedCards` can only be built from :class:`Verification` results,
 and it remembers each card's verified body digest. Cards are frozen pydantic
 models, but their schema dicts are still mutable Python objects; so before
-anything serves a card (``discover``, ``call``) it calls :meth:`ensure_intact`,
-which re-canonicalises the in-memory card and compares digests (P-SIG-3).
+anything serves a card it re-checks it (P-SIG-3): :meth:`ensure_intact`
+re-canonicalises the whole card (load, index build, ``discover``), and
+:meth:`ensure_tool_intact` re-checks only what one ``call`` serves — the
+card's header and the one tool — against fingerprints recorded at
+verification, so the per-call check stays cheap on large cards.
+
+What the checks can and cannot catch: anything that changes the card's
+*value* through a reference (a schema dict mutated in place, a field swapped
+with ``object.__setattr__``, a tool appended to the tuple) is refused before
+it is served. Code with arbitrary in-process memory access could also rewrite
+the recorded digests or this class itself; no in-process check survives that,
+and none is claimed. That is also why the fingerprints are never keyed by
+object identity: identity says nothing about mutable dicts inside a frozen
+model.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping
 
-from cartograph.cards.model import Card, Signature, ToolCard
+from pydantic import BaseModel
+
+from cartograph.cards.canonical import check_value
+from cartograph.cards.model import Card, ToolCard
 from cartograph.cards.signing import Verification, body_digest
-from cartograph.errors import CardError, SignatureError
+from cartograph.errors import CardError, CardFormatError, SignatureError
+
+SignatureFields = tuple[str, str, str]
+
+
+def fingerprint(model: BaseModel, *, exclude: set[str] | None = None) -> str:
+    """SHA-256 of a strict, deterministic JSON form of ``model``'s current value.
+
+    An in-process integrity fingerprint, not a signing form (signing is RFC
+    8785, :mod:`cartograph.cards.canonical`). It applies the same strict value
+    checks as canonicalisation, so a type confusion (``1`` → ``True``, a
+    non-string key, NaN) cannot hide behind an equal serialisation, and then
+    uses C ``json.dumps`` with sorted keys: about 3x cheaper than JCS in pure
+    Python, which is what makes a per-call check affordable.
+    """
+    value = model.model_dump(mode="json", exclude=exclude)
+    check_value(value)
+    text = json.dumps(
+        value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _signature_fields(card: Card) -> SignatureFields:
+    # Copies of immutable strings: mutating the live Signature object cannot reach these.
+    sig = card.signature
+    return (sig.algorithm, sig.key_id, sig.value)
 
 
 class VerifiedCards(Mapping[str, Card]):
@@ -22,7 +65,9 @@ class VerifiedCards(Mapping[str, Card]):
     def __init__(self, verified: Iterable[tuple[Card, Verification]] = ()) -> None:
         self._cards: dict[str, Card] = {}
         self._proofs: dict[str, Verification] = {}
-        self._signatures: dict[str, Signature] = {}
+        self._signatures: dict[str, SignatureFields] = {}
+        self._headers: dict[str, str] = {}
+        self._tools: dict[str, dict[str, str]] = {}
         for card, proof in verified:
             if proof.server != card.server or proof.digest != body_digest(card.body):
                 raise SignatureError(
@@ -32,7 +77,9 @@ class VerifiedCards(Mapping[str, Card]):
                 )
             self._cards[card.server] = card
             self._proofs[card.server] = proof
-            self._signatures[card.server] = card.signature
+            self._signatures[card.server] = _signature_fields(card)
+            self._headers[card.server] = fingerprint(card.body, exclude={"tools"})
+            self._tools[card.server] = {t.name: fingerprint(t) for t in card.body.tools}
 
     def __getitem__(self, server: str) -> Card:
         return self._cards[server]
@@ -52,19 +99,50 @@ class VerifiedCards(Mapping[str, Card]):
         Raises :class:`SignatureError` (``card_not_intact``) if anything in the
         in-memory card changed since verification.
         """
+        card = self._card(server)
+        proof = self._proofs[server]
+        try:
+            intact = (
+                _signature_fields(card) == self._signatures[server]
+                and body_digest(card.body) == proof.digest
+            )
+        except CardFormatError:
+            intact = False
+        if not intact:
+            raise _not_intact(server)
+        return card
+
+    def ensure_tool_intact(self, server: str, tool: str) -> ToolCard | None:
+        """What one ``call`` serves, re-checked: the card's signature and header, and ``tool``.
+
+        Returns the tool's card, or ``None`` when the verified card has no such
+        tool. Cost grows with one tool's size, not the card's. Raises
+        :class:`SignatureError` (``card_not_intact``) if the signature, the
+        identity/capability/provenance, or that tool's entry changed since
+        verification — including a tool that was not there when verified.
+        """
+        card = self._card(server)
+        try:
+            intact = (
+                _signature_fields(card) == self._signatures[server]
+                and fingerprint(card.body, exclude={"tools"}) == self._headers[server]
+            )
+            entry = card.body.tool(tool)
+            if intact and entry is not None:
+                intact = fingerprint(entry) == self._tools[server].get(tool)
+        except CardFormatError:
+            intact = False
+        if not intact:
+            raise _not_intact(server)
+        return entry
+
+    def _card(self, server: str) -> Card:
         card = self._cards.get(server)
         if card is None:
             raise CardError(
                 f"no verified card for server {server!r}; "
                 f"run `cartograph bootstrap --server {server}`",
                 code="card_missing",
-                server=server,
-            )
-        proof = self._proofs[server]
-        if card.signature != self._signatures[server] or body_digest(card.body) != proof.digest:
-            raise SignatureError(
-                f"in-memory card for {server!r} changed after verification; refusing to serve it",
-                code="card_not_intact",
                 server=server,
             )
         return card
@@ -97,3 +175,11 @@ class VerifiedCards(Mapping[str, Card]):
         pairs = {s: (self._cards[s], self._proofs[s]) for s in self._cards}
         pairs.update({s: (other._cards[s], other._proofs[s]) for s in other._cards})
         return VerifiedCards(pairs.values())
+
+
+def _not_intact(server: str) -> SignatureError:
+    return SignatureError(
+        f"in-memory card for {server!r} changed after verification; refusing to serve it",
+        code="card_not_intact",
+        server=server,
+    )

@@ -146,24 +146,46 @@ def _parse_json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def compile_validator(schema: Mapping[str, Any]) -> Any:
+    """A jsonschema validator for ``schema``, built once per tool and reused per call.
+
+    ``None`` when the schema cannot even be compiled; validation then defers to
+    the upstream, as it does for schemas that only fail while validating.
+    """
+    try:
+        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+        return cls(schema)
+    except (JsonSchemaError, RecursionError, TypeError):
+        return None
+
+
 def validate_arguments(
     server: str,
     tool: str,
     schema: Mapping[str, Any],
     arguments: Mapping[str, Any],
     example: Any = None,
+    *,
+    validator: Any = None,
 ) -> None:
-    """Raise :class:`ArgumentError` (code ``bad_arguments``) showing the schema on mismatch."""
+    """Raise :class:`ArgumentError` (code ``bad_arguments``) showing the schema on mismatch.
+
+    Pass ``validator`` (from :func:`compile_validator` on the same ``schema``)
+    to skip compiling it again.
+    """
+    if validator is None:
+        validator = compile_validator(schema)
+        if validator is None:
+            return
+    instance = arguments if isinstance(arguments, dict) else dict(arguments)
     try:
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator = cls(schema)
-        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
-    except (JsonSchemaError, RecursionError, TypeError) as exc:
+        errors = list(validator.iter_errors(instance))
+    except (JsonSchemaError, RecursionError, TypeError):
         # A tool whose attested schema is not a valid JSON Schema: let the upstream judge.
-        _ = exc
         return
     if not errors:
         return
+    errors.sort(key=lambda e: [str(p) for p in e.path])
     problems = [_describe(error) for error in errors[:MAX_SCHEMA_ERRORS]]
     schema_text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
     message = (

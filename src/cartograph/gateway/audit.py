@@ -12,7 +12,7 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -76,6 +76,11 @@ class Redactor:
             values.append(llm_key)
         return cls(values)
 
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to redact, so callers can skip the walk."""
+        return not self._secrets
+
     def __call__(self, text: str) -> str:
         for secret in self._secrets:
             if secret in text:
@@ -126,8 +131,11 @@ def utc_now() -> str:
 class AuditLog:
     """Appends :class:`AuditRecord` lines to a file (or keeps them in memory for tests).
 
-    Appending one short line with ``O_APPEND`` is atomic enough for a log: a
-    crash can cut the last line, never an earlier one.
+    The file is opened once with ``O_APPEND`` and each record goes out as one
+    ``write`` of one line: cheap on the call path (no open/close per call),
+    never buffered in the process (a crash loses nothing already returned),
+    and lines from several writers never interleave mid-line. A crash can cut
+    the last line, never an earlier one.
     """
 
     def __init__(self, path: Path | None = None, redactor: Redactor | None = None) -> None:
@@ -135,18 +143,33 @@ class AuditLog:
         self.redactor = redactor or Redactor()
         self.records: list[AuditRecord] = []
         self._lock = threading.Lock()
+        self._fd: int | None = None
         self.keep_in_memory = path is None
 
     def write(self, record: AuditRecord) -> None:
-        line = json.dumps(self.redactor.data(asdict(record)), ensure_ascii=False, sort_keys=True)
-        with self._lock:
-            if self.keep_in_memory:
+        if self.keep_in_memory:
+            with self._lock:
                 self.records.append(record)
-                return
+            return
+        data = {name: getattr(record, name) for name in _FIELDS}
+        if not self.redactor.empty:
+            data = self.redactor.data(data)
+        line = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
+        with self._lock:
+            os.write(self._open(), line.encode("utf-8"))
+
+    def _open(self) -> int:
+        if self._fd is None:
             assert self.path is not None
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, (line + "\n").encode("utf-8"))
-            finally:
-                os.close(fd)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return self._fd
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+_FIELDS: Final = tuple(f.name for f in fields(AuditRecord))

@@ -101,13 +101,15 @@ class Bulkhead:
     _slots: anyio.Semaphore = field(init=False)
 
     def __post_init__(self) -> None:
-        self._slots = anyio.Semaphore(self.max_in_flight)
+        # fast_acquire: a free slot is taken without a scheduling round trip (the
+        # admission count above, not the semaphore, is what bounds the queue).
+        self._slots = anyio.Semaphore(self.max_in_flight, fast_acquire=True)
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one in-flight slot for the body; queue (bounded) or raise :class:`Overloaded`."""
-        # Count admitted callers (running or waiting), not free slots: acquiring a
-        # free slot still yields, so many arrivals could otherwise all slip past.
+        # Count admitted callers (running or waiting), not free slots, so a burst of
+        # arrivals is judged against the same total however the scheduler interleaves.
         if self.in_flight + self.waiting >= self.max_in_flight + self.queue_size:
             self.rejected += 1
             raise Overloaded(

@@ -78,7 +78,7 @@ def connection_lost(session: Upstream) -> bool:
 @dataclass
 class _Slot:
     session: Upstream | None = None
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    lock: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
     last_used: float = field(default_factory=time.monotonic)
     opened: int = 0
 
@@ -120,8 +120,14 @@ class UpstreamPool:
                 code="shutting_down",
                 server=cfg.name,
             )
-        await self._sweep_idle()
+        if self._idle_timeout is not None:
+            await self._sweep_idle()
         slot = self._slots.setdefault((cfg.name, partition), _Slot())
+        current = slot.session
+        if current is not None and not slot.lock.locked() and not connection_lost(current):
+            # Hot path: a live session nobody is replacing; no lock, no event-loop round trip.
+            slot.last_used = time.monotonic()
+            return current
         async with slot.lock:
             slot.last_used = time.monotonic()
             current = slot.session

@@ -21,11 +21,12 @@ import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult
 
+from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
 from cartograph.config.model import CatalogPolicy, Config, ServerConfig
 from cartograph.errors import CartographError, UnknownToolError, UpstreamError
-from cartograph.gateway.arguments import validate_arguments
+from cartograph.gateway.arguments import compile_validator, validate_arguments
 from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.gateway.gateway import Gateway
 from cartograph.gateway.pool import Opener, Upstream, default_opener
@@ -87,6 +88,7 @@ class CatalogRuntime:
         self._index: Any = None
         self._index_lock = anyio.Lock()
         self._excluded: frozenset[ToolKey] | None = None
+        self._validators: dict[ToolKey, tuple[ToolCard, Any]] = {}
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -168,7 +170,10 @@ class CatalogRuntime:
         self.states = {name: evaluate(self.cards.get(name), d) for name, d in self.live.items()}
 
     async def aclose(self) -> None:
-        await self.gateway.aclose()
+        try:
+            await self.gateway.aclose()
+        finally:
+            self.audit.close()
 
     # -- drift -----------------------------------------------------------------
 
@@ -287,16 +292,36 @@ class CatalogRuntime:
                 code="unknown_server",
                 server=server,
             )
-        if server in self.cards:
-            self.cards.ensure_intact(server)  # P-SIG-3: re-checked before every call
+        # P-SIG-3: what this call serves (signature, header, this tool) is re-checked every call.
+        tool_card = self.cards.ensure_tool_intact(server, tool) if server in self.cards else None
         self.admit(server, tool)
-        tool_card = self.cards[server].body.tool(tool)
-        assert tool_card is not None  # admit() guarantees it
-        validate_arguments(server, tool, tool_card.input_schema, arguments, tool_card.example)
+        assert tool_card is not None  # admit() refuses a tool the card does not have
+        validate_arguments(
+            server,
+            tool,
+            tool_card.input_schema,
+            arguments,
+            tool_card.example,
+            validator=self._validator(server, tool_card),
+        )
         partition = None if client is None and principal is None else f"{principal}|{client}"
         return await self.gateway.call(
             server, tool, arguments, client=partition, progress_callback=progress_callback
         )
+
+    def _validator(self, server: str, tool_card: ToolCard) -> Any:
+        """The tool's compiled schema validator, built on first use.
+
+        Reused while the card's tool entry is the same object; it was verified
+        intact just before this, so its schema still holds the attested content.
+        """
+        key = (server, tool_card.name)
+        cached = self._validators.get(key)
+        if cached is not None and cached[0] is tool_card:
+            return cached[1]
+        validator = compile_validator(tool_card.input_schema)
+        self._validators[key] = (tool_card, validator)
+        return validator
 
     def status(self) -> dict[str, Any]:
         """Everything an operator needs at a glance; no secrets (P-LOG-1)."""

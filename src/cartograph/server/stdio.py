@@ -2,9 +2,10 @@
 
 The MCP loop starts before the federation is connected, so a client's
 ``initialize`` is never held up by a slow upstream; `discover`/`call` wait
-(bounded) for the catalog to be ready. stdout carries JSON-RPC only — the
-SDK's stdio transport points fd 1 at stderr while it serves, and all our
-logging goes to stderr (P-STDIO-1). SIGTERM/SIGINT and stdin EOF both end
+(bounded) for the catalog to be ready. stdout carries JSON-RPC only — fd 1
+points at stderr while we serve (:mod:`cartograph.server.stdio_wire`, which
+also spares each message the SDK's worker-thread hops), and all our logging
+goes to stderr (P-STDIO-1). SIGTERM/SIGINT and stdin EOF both end
 in-flight calls with an error and close every upstream session, so no child
 process outlives the proxy (P-REL-7).
 """
@@ -28,6 +29,7 @@ from cartograph.gateway.results import error_result
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.proxy import build_proxy_server
 from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.stdio_wire import fast_stdio
 from cartograph.server.tools import PROXY_TOOLS, proxy_tool
 
 logger = logging.getLogger(__name__)
@@ -106,8 +108,11 @@ async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(boot)
             group.start_soon(_on_signal, group.cancel_scope, lambda: runtime)
-            async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+            async with fast_stdio() as wire:
+                streams = {} if wire is None else {"stdin": wire[0], "stdout": wire[1]}
+                async with stdio_server(**streams) as (read_stream, write_stream):
+                    options = server.create_initialization_options()
+                    await server.run(read_stream, write_stream, options)
             logger.info("stdin closed; shutting down")
             group.cancel_scope.cancel()
     finally:
