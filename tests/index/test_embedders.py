@@ -213,3 +213,17 @@ def test_every_shipped_model_file_is_declared_as_package_data() -> None:
             fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern.split("/")[-1])
             for pattern in patterns
         ), f"{relative} would be missing from a non-editable install"
+
+
+def test_minilm_span_pooling_keeps_the_whole_text_vector_and_unit_rows(
+    minilm: MiniLMEmbedder,
+) -> None:
+    task = f"{WEATHER} and then {UNRELATED}"
+    step = task.index(UNRELATED)
+    rows = minilm.embed_spans(task, [(0, len(WEATHER)), (step, len(task))])
+    np.testing.assert_allclose(rows[0], minilm.embed([task])[0], atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, rtol=1e-5)
+    assert (
+        rows[1] @ minilm.embed([WEATHER_PARAPHRASE])[0]
+        > rows[2] @ minilm.embed([WEATHER_PARAPHRASE])[0]
+    )
