@@ -3,8 +3,14 @@
 Measures, for one catalog:
   (a) the full raw ``tools/list`` (every tool's name, description, inputSchema),
   (b) Cartograph's fixed surface (the three proxy tools' definitions),
-  (c) one k=5 ``discover`` response (compact text, and JSON) versus the raw
+  (c) one k=5 ``discover`` response exactly as the proxy sends it
+      (``ProxyHandlers._discover``): the text content the agent reads
+      (``DiscoverResult.to_text()``), the ``structuredContent``
+      (``DiscoverResult.structured()``), and the whole ``CallToolResult`` as
+      JSON-RPC carries it (both, plus envelope), each versus the raw
       ``tools/list`` JSON of the same five tools, averaged over a query set.
+      The full library result (``model_dump``, what ``cartograph discover
+      --json`` prints) is reported too, for reference.
 
 All JSON is serialised compactly (no spaces), which makes the raw side as
 small as it can be, so the ratios are conservative. The tokenizer is
@@ -24,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import tiktoken
+from mcp.types import CallToolResult, TextContent
 
 from cartograph.cards.attest import attest_in_memory
 from cartograph.catalog.model import Catalog, ToolDef
 from cartograph.catalog.snapshot import load_catalog
-from cartograph.index.discover import discover
+from cartograph.index.discover import DiscoverResult, discover
 from cartograph.index.embedders import get_embedder
 from cartograph.index.tool_index import ToolIndex
 
@@ -70,16 +77,22 @@ def measure(catalog: Catalog, tasks: list[str], embedder: str) -> dict[str, Any]
     cards = attest_in_memory(catalog)
     index = ToolIndex.build(cards, get_embedder(embedder))
     text_tokens: list[int] = []
-    json_tokens: list[int] = []
+    structured_tokens: list[int] = []
+    wire_tokens: list[int] = []
+    full_tokens: list[int] = []
     raw_five: list[int] = []
     for task in tasks:
         result = discover(index, cards, task, k=K, threshold=0.0)
+        sent = proxy_response(result)
         text_tokens.append(count(result.to_text()))
-        json_tokens.append(count(compact(result.model_dump(mode="json"))))
+        structured_tokens.append(count(compact(result.structured())))
+        wire_tokens.append(count(compact(sent)))
+        full_tokens.append(count(compact(result.model_dump(mode="json"))))
         five = [raw[(t.server, t.tool)] for t in result.tools]
         raw_five.append(count(compact({"tools": five})))
-    mean_text, mean_json, mean_raw = (
-        statistics.mean(v) for v in (text_tokens, json_tokens, raw_five)
+    mean_text, mean_structured, mean_wire, mean_full, mean_raw = (
+        statistics.mean(v)
+        for v in (text_tokens, structured_tokens, wire_tokens, full_tokens, raw_five)
     )
     return {
         "encoding": ENCODING,
@@ -88,12 +101,25 @@ def measure(catalog: Catalog, tasks: list[str], embedder: str) -> dict[str, Any]
         "tasks": len(tasks),
         "full_tools_list": count(compact({"tools": list(raw.values())})),
         "fixed_surface": count(compact({"tools": surface})) if surface is not None else "pending",
-        "discover_k5_text_mean": round(mean_text, 1),
-        "discover_k5_json_mean": round(mean_json, 1),
         "same_five_raw_mean": round(mean_raw, 1),
+        "discover_k5_text_mean": round(mean_text, 1),
         "text_ratio": round(mean_text / mean_raw, 3),
-        "json_ratio": round(mean_json / mean_raw, 3),
+        "discover_k5_structured_mean": round(mean_structured, 1),
+        "structured_ratio": round(mean_structured / mean_raw, 3),
+        "discover_k5_wire_mean": round(mean_wire, 1),
+        "wire_ratio": round(mean_wire / mean_raw, 3),
+        "discover_k5_full_json_mean": round(mean_full, 1),
+        "full_json_ratio": round(mean_full / mean_raw, 3),
     }
+
+
+def proxy_response(result: DiscoverResult) -> dict[str, Any]:
+    """The ``CallToolResult`` the proxy's ``discover`` returns, as JSON-RPC carries it."""
+    sent = CallToolResult(
+        content=[TextContent(type="text", text=result.to_text())],
+        structured_content=result.structured(),
+    )
+    return sent.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,7 +56,33 @@ def test_discover_returns_schema_example_and_provenance() -> None:
     assert best.provenance.generator == cards["files"].body.provenance.generator
     assert not result.abstained
     text = result.to_text()
-    assert "[files]" in text and "- write_file:" in text
+    assert text.splitlines()[0] == "[files]"
+    assert "- write_file(path*: string" in text
+
+
+def test_discover_text_lists_each_server_once_and_drops_template_structure() -> None:
+    cards = attest_in_memory(small_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder())
+    result = discover(index, cards, "write text into a file on disk", k=5, threshold=0.0)
+    lines = result.to_text().splitlines()
+    headers = [line for line in lines if line.startswith("[")]
+    assert len(headers) == len(set(headers)) == len({t.server for t in result.tools})
+    assert not any("Needs " in line for line in lines)
+
+
+def test_structured_content_names_every_tool_and_each_signing_card_once() -> None:
+    cards = attest_in_memory(small_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder())
+    result = discover(index, cards, "write text into a file on disk", k=5, threshold=0.0)
+    out = result.structured()
+    assert [(t["server"], t["tool"]) for t in out["tools"]] == [
+        (t.server, t.tool) for t in result.tools
+    ]
+    assert set(out["cards"]) == {t.server for t in result.tools}
+    for server, card in out["cards"].items():
+        assert card["key_id"] == cards.signer(server)
+        assert card["verified"] is True
+    assert out["abstained"] is False and "hint" not in out
 
 
 def test_discover_abstains_plainly_when_nothing_fits() -> None:

@@ -17,15 +17,16 @@ from a labelled query set (see ``docs/retrieval.md``).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Final
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from cartograph.cards.model import Card
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import RetrievalError
+from cartograph.index.entries import plain_description
 from cartograph.index.rankers.base import QueryContext
 from cartograph.index.schema_compact import compact_schema, schema_signature
 from cartograph.index.text import tokenize
@@ -76,26 +77,63 @@ class DiscoverResult(_Frozen):
     hint: str | None = None
 
     def to_text(self) -> str:
-        """A compact rendering for an agent's context (about half the raw tokens).
+        """The agent's rendering: under half the tokens of the same tools' raw JSON.
 
-        Tools are grouped under their server; sentences of a description that
-        only restate the tool or argument names are left out (the JSON form
-        keeps the full text); an example is shown where arguments are
-        structured (arrays, objects), where it helps most.
+        One line per tool, grouped under its server (servers in the order of
+        their best tool): ``- tool(signature): gist``. The signature is
+        lossless for arguments (names, ``*`` = required, types, enums,
+        defaults, constraints, descriptions; ``schema_signature``); the gist is
+        the description's first informative clause, without sentences that
+        only restate names. Full descriptions and usage examples stay in
+        :meth:`model_dump` (``cartograph discover --json``).
         """
         lines: list[str] = [self.hint] if self.abstained and self.hint else []
-        server = None
-        for t in self.tools:
-            if t.server != server:
-                server = t.server
-                lines.append(f"[{server}]")
-            lines.append(f"- {t.tool}: {_informative(t.description, t.tool, t.input_schema)}")
-            lines.append(f"  args: {schema_signature(t.input_schema)}")
-            if t.example and _structured(t.input_schema):
-                lines.append(f"  e.g. {_dumps(t.example)}")
+        for server, tools in _by_server(self.tools):
+            lines.append(f"[{server}]")
+            lines += [f"- {t.tool}({_signature(t.input_schema)}): {_gist(t)}" for t in tools]
         if not self.tools:
             lines.append("No tools are available.")
         return "\n".join(lines)
+
+    def structured(self) -> dict[str, Any]:
+        """What the proxy returns as ``structuredContent``: ids, scores, provenance.
+
+        The agent reads :meth:`to_text`, which already carries every argument
+        losslessly; repeating descriptions and schemas here would double the
+        response. This is the machine-readable part a client needs to follow
+        up (which server/tool, how sure, which signed card vouches for it).
+        The full result stays available as :meth:`model_dump` (library, CLI
+        ``--json``).
+        """
+        cards: dict[str, dict[str, Any]] = {}
+        for t in self.tools:
+            p = t.provenance
+            cards.setdefault(
+                t.server,
+                {
+                    "card_version": p.card_version,
+                    "key_id": p.key_id,
+                    "generator": f"{p.generator}/{p.generator_version}",
+                    "verified": p.verified,
+                },
+            )
+        out: dict[str, Any] = {
+            "tools": [{"server": t.server, "tool": t.tool, "score": t.score} for t in self.tools],
+            "abstained": self.abstained,
+            "confidence": self.confidence,
+            "cards": cards,
+        }
+        if self.hint:
+            out["hint"] = self.hint
+        return out
+
+
+def _by_server(tools: list[DiscoveredTool]) -> list[tuple[str, list[DiscoveredTool]]]:
+    """Tools grouped under their server, servers in the order of their best tool."""
+    groups: dict[str, list[DiscoveredTool]] = {}
+    for t in tools:
+        groups.setdefault(t.server, []).append(t)
+    return list(groups.items())
 
 
 def discover(
@@ -114,7 +152,8 @@ def discover(
     abstained = confidence < threshold
     shown = ranked[: min(k, ABSTAIN_SHOWN)] if abstained else ranked
     entries = index.corpus.entries
-    tools = [_tool(cards, entries[i].server, entries[i].tool, score) for i, score in shown]
+    intact: dict[str, Card] = {}  # each served card re-checked once per call (P-SIG-3)
+    tools = [_tool(cards, intact, entries[i].server, entries[i].tool, score) for i, score in shown]
     return DiscoverResult(
         task=task,
         method=method or index.default_method,
@@ -131,8 +170,10 @@ def task_confidence(ctx: QueryContext) -> float:
     return float(np.max(sims)) if sims.size else 0.0
 
 
-def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> DiscoveredTool:
-    card = cards.ensure_intact(server)
+def _tool(
+    cards: VerifiedCards, intact: dict[str, Card], server: str, tool: str, score: float
+) -> DiscoveredTool:
+    card = intact.get(server) or intact.setdefault(server, cards.ensure_intact(server))
     tool_card = card.body.tool(tool)
     if tool_card is None:  # the index was built from these cards; a mismatch is a bug
         raise RetrievalError(
@@ -157,21 +198,28 @@ def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> Discove
     )
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _signature(schema: dict[str, Any]) -> str:
+    return schema_signature(schema) if schema.get("properties") else ""
+
+
+def _gist(tool: DiscoveredTool) -> str:
+    """The description's first informative clause: enough to choose, far fewer tokens.
+
+    The operator's full description stays in the structured result
+    (:meth:`DiscoverResult.model_dump`, ``cartograph discover --json``).
+    """
+    return _informative(tool.description, tool.tool, tool.input_schema).split("; ")[0]
 
 
 def _informative(description: str, tool: str, schema: dict[str, Any]) -> str:
-    """Drop sentences whose words all come from the tool's or its arguments' names."""
+    """Drop sentences whose words all come from the tool's or its arguments' names.
+
+    The card template's structure sentences ("Needs path, content.", "Takes
+    no inputs.") only restate the argument list printed beside them.
+    """
+    description = plain_description(description, "")
     known = set(tokenize(tool)) | {"input", "optional", "argument", "parameter"}
     for name in schema.get("properties") or {}:
         known.update(tokenize(str(name)))
     kept = [s for s in _SENTENCE.split(description) if s and not set(tokenize(s)) <= known]
     return " ".join(kept) if kept else description
-
-
-def _structured(schema: dict[str, Any]) -> bool:
-    properties = schema.get("properties") or {}
-    return any(
-        isinstance(p, dict) and p.get("type") in ("array", "object") for p in properties.values()
-    )

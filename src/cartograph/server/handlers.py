@@ -178,7 +178,8 @@ class ProxyHandlers:
         found = self.runtime.discover(task, k)
         return CallToolResult(
             content=[TextContent(text=found.to_text())],
-            structured_content=found.model_dump(mode="json"),
+            # ids, scores and card provenance; the text above carries the arguments
+            structured_content=found.structured(),
         )
 
     def _status(self) -> CallToolResult:
