@@ -9,9 +9,13 @@ import anyio
 import pytest
 from mcp import Client
 
+from cartograph.cards.attest import attest_in_memory
+from cartograph.catalog.model import Catalog
+from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.proxy import build_proxy_server
+from cartograph.server.runtime import CatalogRuntime
 from tests.server.support import call, code, running, text, wait_until
-from tests.servers.support import scriptable
+from tests.servers.support import config_for, scriptable
 
 
 @pytest.mark.anyio
@@ -65,9 +69,9 @@ async def test_list_changed_rug_pull_withholds_the_tool_and_names_the_reattest_c
         found = h.runtime.discover("echo the text back", 5)
         assert ("shifty", "echo") in {(t.server, t.tool) for t in found.tools}
         assert text(await call(h, "shifty", "mutate")) == "mutated"
-        await wait_until(lambda: h.runtime.states["shifty"]["echo"].status != "ok")
+        await wait_until(lambda: not _exposed(h, "shifty", "echo"))
         refused = await call(h, "shifty", "echo", text="hi")
-        assert code(refused) == "drifted"
+        assert code(refused) == "tool_drifted"
         assert "cartograph bootstrap --server shifty" in text(refused)
         status = h.runtime.status()["servers"][0]
         assert status["drifted"] == [{"tool": "echo", "changed": ["description"]}]
@@ -153,3 +157,33 @@ async def test_the_proxy_lists_exactly_three_tools(tmp_path: Path) -> None:
     ):
         listed = await client.list_tools()
     assert [t.name for t in listed.tools] == ["discover", "status", "call"]
+
+
+def _exposed(h: ProxyHandlers, server: str, tool: str) -> bool:
+    entry = h.runtime.drift.get(server, tool)
+    return entry is not None and entry.exposed
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-CARD-4")
+async def test_unattested_and_missing_tools_are_refused_with_the_cards_drift_codes(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, scriptable("calc")) as h:
+        live = h.runtime.live["calc"]
+    ghost = live.tools[0].model_copy(update={"name": "ghost"})
+    carded = (ghost, *(t for t in live.tools if t.name != "echo"))
+    cards = attest_in_memory(Catalog(servers=(live.model_copy(update={"tools": carded}),)))
+    config = config_for(tmp_path, scriptable("calc"))
+    runtime = await CatalogRuntime.start(config, config.servers, cards=cards)
+    try:
+        h = ProxyHandlers(runtime, catalog="default")
+        unattested = await call(h, "calc", "echo", text="hi")
+        missing = await call(h, "calc", "ghost", text="hi")
+        assert (code(unattested), code(missing)) == ("tool_unattested", "tool_missing")
+        assert "cartograph bootstrap --server calc" in text(unattested)
+        assert text(await call(h, "calc", "add", a=1, b=2)) == "3"
+        status = runtime.status()["servers"][0]
+        assert (status["unattested"], status["missing"]) == (["echo"], ["ghost"])
+    finally:
+        await runtime.aclose()

@@ -20,7 +20,7 @@ from tests.servers.support import scriptable
 PAPER_FIXED_TOKENS = 169
 DOCUMENTED_CODES = {
     "bad_meta_call", "bad_arguments", "unknown_server", "unknown_tool", "unknown_proxy_tool",
-    "drifted", "unattested", "tool_missing", "tool_denied", "upstream_timeout",
+    "tool_drifted", "tool_unattested", "tool_missing", "tool_denied", "upstream_timeout",
     "upstream_closed", "upstream_protocol", "upstream_rpc_error", "circuit_open", "overloaded",
     "shutting_down", "upstream_unavailable", "upstream_session_closed",
 }  # fmt: skip

@@ -21,6 +21,7 @@ import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult
 
+from cartograph.cards.drift import DriftReport, check_drift, check_server_drift, reattest_command
 from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
@@ -31,7 +32,6 @@ from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.gateway.gateway import Gateway
 from cartograph.gateway.pool import Opener, Upstream, default_opener
 from cartograph.index.embedders.base import Embedder
-from cartograph.server.toolstate import ToolState, evaluate, reattest_command, refusal
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,8 @@ class CatalogRuntime:
         self.cache = cache
         self.redactor = Redactor.from_config(config)
         self.audit = AuditLog(config.gateway.audit_log, redactor=self.redactor)
-        self.states: dict[str, dict[str, ToolState]] = {}
+        self.drift = DriftReport()
+        """Every listed tool's standing against its card (``cartograph.cards.drift``)."""
         self.live: dict[str, ServerDef] = {}
         self._refreshing: dict[str, bool] = {}
         self.card_errors: dict[str, str] = {}
@@ -167,7 +168,7 @@ class CatalogRuntime:
 
         live = tuple(self.live[name] for name in self.servers if name in self.live)
         self.cards = attest_in_memory(Catalog(servers=live))
-        self.states = {name: evaluate(self.cards.get(name), d) for name, d in self.live.items()}
+        self.drift = check_drift(self.cards, Catalog(servers=live))
 
     async def aclose(self) -> None:
         try:
@@ -211,17 +212,19 @@ class CatalogRuntime:
     async def _refresh(self, server: str, session: Upstream) -> None:
         live: ServerDef = await session.list_tools()
         self.live[server] = live
-        card = self.cards.get(server)
-        self.states[server] = evaluate(card, live)
+        fresh = check_server_drift(self.cards, server, list(live.tools))
+        # Replace this server's entries wholesale (``merged`` would keep them when
+        # an uncarded server stops listing anything).
+        others = tuple(e for e in self.drift if e.server != server)
+        self.drift = DriftReport(others + fresh.entries)
 
     def excluded(self) -> frozenset[ToolKey]:
         """Carded tools that must not be discoverable: drifted, missing, or denied by policy."""
         out: set[ToolKey] = set()
         for server, card in self.cards.items():
-            states = self.states.get(server, {})
             for tool in card.body.tools:
-                state = states.get(tool.name)
-                if (state is not None and state.status != "ok") or not policy_allows(
+                entry = self.drift.get(server, tool.name)
+                if (entry is not None and not entry.exposed) or not policy_allows(
                     self.policy, server, tool.name
                 ):
                     out.add((server, tool.name))
@@ -251,18 +254,18 @@ class CatalogRuntime:
         (re)open; :meth:`call` checks the card's integrity once before that.
         """
         card = self.cards.get(server)
-        state = self.states.get(server, {}).get(tool)
+        entry = self.drift.get(server, tool)
         if card is None or card.body.tool(tool) is None:
-            if state is not None:
-                raise refusal(server, tool, state)
+            if entry is not None:
+                raise entry.error()
             raise UnknownToolError(
                 f"no tool {tool!r} on server {server!r} in catalog {self.name!r}; "
                 "call `discover` to find the right one",
                 server=server,
                 tool=tool,
             )
-        if state is not None and state.status != "ok":
-            raise refusal(server, tool, state)
+        if entry is not None and not entry.exposed:
+            raise entry.error()
 
     # -- the three tools ---------------------------------------------------------
 
@@ -347,27 +350,26 @@ class CatalogRuntime:
 
     def _server_status(self, name: str, gw: dict[str, Any]) -> dict[str, Any]:
         cfg = self.servers[name]
-        states = self.states.get(name)
+        listed = name in self.live
+        entries = sorted(self.drift.for_server(name), key=lambda e: e.tool)
         card = self.cards.get(name)
         by_status: dict[str, list[Any]] = {"drifted": [], "unattested": [], "missing": []}
-        for tool, state in sorted((states or {}).items()):
-            if state.status == "drifted":
-                by_status["drifted"].append({"tool": tool, "changed": list(state.what)})
-            elif state.status in by_status:
-                by_status[state.status].append(tool)
+        for entry in entries:
+            if entry.status == "drifted":
+                by_status["drifted"].append({"tool": entry.tool, "changed": list(entry.changed)})
+            elif entry.status in by_status:
+                by_status[entry.status].append(entry.tool)
         attested = len(card.body.tools) if card is not None else 0
         servable = attested - len(by_status["drifted"]) - len(by_status["missing"])
         return {
             "name": name,
             "transport": cfg.transport,
             "stateless": cfg.stateless,
-            "health": _health(states, gw, self.gateway.mode),
+            "health": _health(listed, gw, self.gateway.mode),
             "tools": {
                 "attested": attested,
-                "live": None
-                if states is None
-                else sum(1 for s in states.values() if s.status != "missing"),
-                "servable": servable if states is not None else attested,
+                "live": sum(1 for e in entries if e.status != "missing") if listed else None,
+                "servable": servable if listed else attested,
             },
             "card": _card_status(self.cards, name),
             **by_status,
@@ -382,12 +384,12 @@ class CatalogRuntime:
         }
 
 
-def _health(states: Any, gw: dict[str, Any], mode: str) -> str:
+def _health(listed: bool, gw: dict[str, Any], mode: str) -> str:
     if gw["breaker"]["state"] != "closed":
         return f"circuit {gw['breaker']['state']}"
     if mode == "pooled" and gw["pool"].get("sessions", 0) == 0:
         return "down" if gw["last_error"] or gw["pool"].get("open_failures") else "idle"
-    if states is None:
+    if not listed:
         return "unknown"
     return "up"
 
