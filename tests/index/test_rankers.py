@@ -100,3 +100,13 @@ def test_random_ranker_repeats_for_the_same_task(index: ToolIndex) -> None:
     first = index.search("anything at all", k=6, method="random")
     assert first == index.search("anything at all", k=6, method="random")
     assert len({(h.server, h.tool) for h in first}) == 6
+
+
+def test_relative_units_give_every_step_the_same_best_score() -> None:
+    from cartograph.index.rankers.hybrid import relative
+
+    scores = np.array([[0.2, 0.4, 0.1], [2.0, 1.0, 0.5]])
+    scaled = relative(scores, 1.0)
+    assert np.allclose(scaled.max(axis=1), 1.0)
+    assert np.allclose(scaled[1], [1.0, 0.5, 0.25])
+    assert np.allclose(relative(scores, 0.0), scores)

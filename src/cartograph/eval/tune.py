@@ -34,9 +34,10 @@ DEFAULT_GRID: Final = tuple(
         server_weight=server,
         step_weight=step,
         coverage=coverage,
+        relative_units=rel,
     )
-    for name, dense, server, step, coverage in itertools.product(
-        (0.0, 0.5, 1.0), (0.5, 0.65, 0.8), (0.2, 0.4, 0.7), (0.5, 1.0, 2.0), (0.0, 0.3)
+    for name, dense, server, step, coverage, rel in itertools.product(
+        (0.0, 0.5, 1.0), (0.5, 0.65, 0.8), (0.2, 0.4, 0.7), (0.5, 1.0, 2.0), (0.0, 0.3), (0.0, 1.0)
     )
 )
 

@@ -46,8 +46,9 @@ class HybridParams:
     dense_weight: float = 0.65
     server_weight: float = 0.4
     server_dense_share: float = 0.5
-    step_weight: float = 0.5
+    step_weight: float = 1.0
     coverage: float = 0.0
+    relative_units: float = 1.0
 
 
 DEFAULT_PARAMS = HybridParams()
@@ -110,6 +111,8 @@ def unit_scores(f: Features, p: HybridParams) -> Matrix:
 def combine(f: Features, p: HybridParams, depth: int, k: int) -> Ranking:
     """The final ranking: whole + best step, with step coverage over the first k."""
     scores = unit_scores(f, p)
+    if p.relative_units > 0.0:
+        scores = relative(scores, p.relative_units)
     whole, steps = scores[0], scores[1:]
     if not len(steps):
         return top(whole, depth)
@@ -120,6 +123,18 @@ def combine(f: Features, p: HybridParams, depth: int, k: int) -> Ranking:
     rest = base.copy()
     rest[[i for i, _ in head]] = -np.inf
     return head + top(rest, depth - len(head))
+
+
+def relative(scores: Matrix, power: float) -> Matrix:
+    """Divide each unit's scores by its best score to the power ``power`` (0: as is, 1: best = 1).
+
+    A step that matches its tool in other words than the catalog's (low
+    absolute scores) then counts as much as one that matches word for word:
+    every step gets to put its best tool forward.
+    """
+    best = np.maximum(scores.max(axis=1, keepdims=True), 1e-9)
+    out: Matrix = scores / best**power
+    return out
 
 
 def _cover(whole: Scores, steps: Matrix, p: HybridParams, count: int) -> Ranking:
