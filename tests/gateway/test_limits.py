@@ -115,3 +115,14 @@ async def test_offered_load_beyond_the_bound_never_grows_the_queue() -> None:
             assert bulkhead.in_flight + bulkhead.waiting <= 5
             release.set()
     assert rejected == 95
+
+
+def test_an_abandoned_half_open_probe_frees_the_probe_slot() -> None:
+    now = [0.0]
+    breaker = CircuitBreaker("s", failures=1, cooldown=10.0, clock=lambda: now[0])
+    breaker.record_failure()
+    now[0] = 11.0
+    breaker.before_call()  # the probe
+    breaker.abandon()  # ...was cancelled: no verdict
+    breaker.before_call()  # another probe may go
+    assert breaker.state == "half-open"

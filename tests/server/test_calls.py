@@ -150,6 +150,25 @@ async def test_downstream_cancellation_cancels_the_upstream_call(tmp_path: Path)
 
 
 @pytest.mark.anyio
+async def test_a_cancelled_call_keeps_the_pooled_session_and_is_no_upstream_failure(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, scriptable("stuck", call_timeout=30.0)) as h:
+        session = h.runtime.gateway.shared_session("stuck")
+        assert session is not None
+        with anyio.move_on_after(0.5) as scope:
+            await call(h, "stuck", "hang")
+        assert scope.cancelled_caught  # cancellation reached us as itself
+        assert session.alive
+        assert text(await call(h, "stuck", "add", a=1, b=1)) == "2"
+        assert h.runtime.gateway.shared_session("stuck") is session
+        snapshot = h.runtime.gateway.snapshot()["servers"]["stuck"]
+        assert (snapshot["failures"], snapshot["pool"]["restarts"]) == (0, 0)
+        outcomes = [r.outcome for r in h.audit.records]
+        assert outcomes == ["cancelled", "ok"]
+
+
+@pytest.mark.anyio
 async def test_the_proxy_lists_exactly_three_tools(tmp_path: Path) -> None:
     async with (
         running(tmp_path, scriptable("calc")) as h,

@@ -145,6 +145,11 @@ class Gateway:
                 guard.breaker.record_failure()
                 guard.failures += 1
                 raise self._redacted(exc, guard) from None
+            except BaseException:
+                # Cancelled from outside: no verdict on the upstream, but a half-open
+                # probe must not stay claimed forever.
+                guard.breaker.abandon()
+                raise
             guard.breaker.record_success()
         return limit_result(result, self.settings.max_result_bytes)
 
@@ -225,16 +230,6 @@ class Gateway:
         try:
             with scope:
                 yield
-        except UpstreamError:
-            # A session may translate our cancellation into its own error; at shutdown
-            # the caller must still learn the real reason.
-            if scope.cancel_called:
-                raise UpstreamUnavailable(
-                    "the proxy shut down while this call was in flight; it may or may not have run",
-                    code="shutting_down",
-                    server=server,
-                ) from None
-            raise
         finally:
             self._in_flight.scopes.discard(scope)
             if self._closing and not self._in_flight.scopes:

@@ -71,6 +71,10 @@ class CircuitBreaker:
         self.opened_at = None
         self.probing = False
 
+    def abandon(self) -> None:
+        """A call ended without a verdict (cancelled): free the probe slot, change nothing else."""
+        self.probing = False
+
     def record_failure(self) -> None:
         self.consecutive += 1
         if self.probing or self.consecutive >= self.failures:

@@ -137,6 +137,10 @@ class ProxyHandlers:
             )
         except CartographError as exc:
             result = error_result(_redact(exc, self.runtime))
+        except BaseException:
+            # Cancelled (the client gave up, or shutdown): still exactly one record.
+            self._audit(record, principal, None, started)
+            raise
         self._audit(record, principal, result, started)
         return result
 
@@ -224,9 +228,16 @@ class ProxyHandlers:
         return card is not None and card.body.tool(tool) is not None
 
     def _audit(
-        self, record: _Pending, principal: str | None, result: CallToolResult, started: float
+        self,
+        record: _Pending,
+        principal: str | None,
+        result: CallToolResult | None,
+        started: float,
     ) -> None:
-        outcome = error_code(result) or ("tool_error" if result.is_error else "ok")
+        if result is None:
+            outcome = "cancelled"
+        else:
+            outcome = error_code(result) or ("tool_error" if result.is_error else "ok")
         self.audit.write(
             AuditRecord(
                 time=utc_now(),

@@ -248,7 +248,9 @@ class UpstreamSession:
                     raise self._protocol_error(f"tools/list went past {MAX_LIST_PAGES} pages")
         except UpstreamError:
             raise
-        except BaseException as exc:
+        except asyncio.CancelledError:
+            raise  # the caller's cancellation, not an upstream failure
+        except Exception as exc:
             raise self._translate(exc, phase="tools/list") from None
         self.last_list_bytes = size
         return ServerDef(
@@ -271,7 +273,8 @@ class UpstreamSession:
         """Call one tool with a hard deadline (P-REL-1).
 
         A tool that fails *as a tool* comes back as a result with
-        ``is_error=True``, unchanged. Transport and protocol failures raise.
+        ``is_error=True``, unchanged. Transport and protocol failures raise
+        :class:`UpstreamError`; cancellation is re-raised untouched.
         """
         client = self._require_client()
         try:
@@ -282,7 +285,12 @@ class UpstreamSession:
                     read_timeout_seconds=timeout,
                     progress_callback=progress_callback,
                 )
-        except BaseException as exc:
+        except asyncio.CancelledError:
+            # The caller's cancellation (a downstream cancel, the gateway's own deadline,
+            # shutdown) propagates as itself: it says nothing about this session's health,
+            # so it must neither mark the session dead nor count against the upstream.
+            raise
+        except Exception as exc:
             raise self._translate(exc, phase=f"tools/call {name}") from None
 
     def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
