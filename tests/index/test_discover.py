@@ -33,6 +33,16 @@ def test_a_card_tampered_after_indexing_is_not_served_by_discover() -> None:
     assert err.value.code == "card_not_intact"
 
 
+@pytest.mark.promise("P-SIG-3")
+def test_a_card_whose_provenance_changed_after_indexing_is_not_served_by_discover() -> None:
+    cards = attest_in_memory(small_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder())
+    object.__setattr__(cards["files"].body.provenance, "generator", "forged")
+    with pytest.raises(SignatureError) as err:
+        discover(index, cards, "read a text file from disk", k=1, threshold=0.0)
+    assert err.value.code == "card_not_intact"
+
+
 @pytest.mark.promise("P-CARD-2")
 def test_a_drifted_tool_never_appears_in_results() -> None:
     cards = attest_in_memory(small_catalog())

@@ -27,7 +27,7 @@ def confidence_samples(
     negatives: list[float] = []
     for q in queries:
         ctx = index.context(q.query)
-        sims = (ctx.vectors() @ corpus.tool_vectors.T).max(axis=0)
+        sims = corpus.tool_similarities(ctx.vectors()).max(axis=0)
         gold_servers = q.judgement().gold_servers
         keep = np.array([e.server not in gold_servers for e in corpus.entries])
         positives.append(float(sims.max()))

@@ -23,7 +23,6 @@ from typing import Any, Final
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from cartograph.cards.model import Card
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import RetrievalError
 from cartograph.index.entries import plain_description
@@ -152,8 +151,7 @@ def discover(
     abstained = confidence < threshold
     shown = ranked[: min(k, ABSTAIN_SHOWN)] if abstained else ranked
     entries = index.corpus.entries
-    intact: dict[str, Card] = {}  # each served card re-checked once per call (P-SIG-3)
-    tools = [_tool(cards, intact, entries[i].server, entries[i].tool, score) for i, score in shown]
+    tools = [_tool(cards, entries[i].server, entries[i].tool, score) for i, score in shown]
     return DiscoverResult(
         task=task,
         method=method or index.default_method,
@@ -166,15 +164,16 @@ def discover(
 
 def task_confidence(ctx: QueryContext) -> float:
     """Best raw cosine of the task, or any of its steps, to any tool."""
-    sims = ctx.vectors() @ ctx.corpus.tool_vectors.T
+    sims = ctx.corpus.tool_similarities(ctx.vectors())
     return float(np.max(sims)) if sims.size else 0.0
 
 
-def _tool(
-    cards: VerifiedCards, intact: dict[str, Card], server: str, tool: str, score: float
-) -> DiscoveredTool:
-    card = intact.get(server) or intact.setdefault(server, cards.ensure_intact(server))
-    tool_card = card.body.tool(tool)
+def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> DiscoveredTool:
+    # What is served (the card's signature and header, and this tool) is
+    # re-checked against its verified fingerprints first (P-SIG-3); the cost
+    # grows with one tool, not with the card.
+    tool_card = cards.ensure_tool_intact(server, tool)
+    card = cards[server]
     if tool_card is None:  # the index was built from these cards; a mismatch is a bug
         raise RetrievalError(
             f"{server}/{tool} is indexed but not on its verified card; rebuild the index",

@@ -30,7 +30,7 @@ class TwoStageRanker:
     def rank(self, ctx: QueryContext, depth: int, *, k: int) -> Ranking:
         corpus = ctx.corpus
         width = stage_one_width(len(corpus.servers), corpus.size, k)
-        server_cos = corpus.centroids @ ctx.whole_vector()
+        server_cos = corpus.server_similarities(ctx.whole_vector())[0]
         order = np.lexsort((np.arange(len(server_cos)), -server_cos))
         chosen = np.zeros(len(server_cos), dtype=bool)
         chosen[order[:width]] = True
