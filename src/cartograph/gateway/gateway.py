@@ -276,6 +276,7 @@ class Gateway:
         return self.pool.peek(server, SHARED_PARTITION)
 
     async def release(self, client: str) -> None:
+        """The downstream client is gone: close its (stateful) upstream sessions (P-POOL-1)."""
         await self.pool.release(client)
 
     async def aclose(self) -> None:

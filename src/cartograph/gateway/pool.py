@@ -58,6 +58,18 @@ async def default_opener(cfg: ServerConfig) -> Upstream:
     return await UpstreamSession.open(cfg)
 
 
+def partition_key(principal: str | None, client: str | None) -> str | None:
+    """The pool partition of one downstream client under one principal (None: no identity)."""
+    if principal is None and client is None:
+        return None
+    return f"{principal}|{client}"
+
+
+def client_of(partition: str) -> str:
+    """The client part of :func:`partition_key`'s result (client keys never hold ``|``)."""
+    return partition.rpartition("|")[2]
+
+
 def connection_lost(session: Upstream) -> bool:
     """True when the session cannot carry a request any more.
 
@@ -164,11 +176,11 @@ class UpstreamPool:
         slot = self._slots.get((server, partition))
         return None if slot is None else slot.session
 
-    async def release(self, partition: str) -> None:
-        """Close every session of one downstream client (it disconnected)."""
-        if partition == SHARED_PARTITION:
+    async def release(self, client: str) -> None:
+        """Close every session of one downstream client (it disconnected), under any principal."""
+        if client == SHARED_PARTITION:
             return
-        doomed = [key for key in self._slots if key[1] == partition]
+        doomed = [key for key in self._slots if client_of(key[1]) == client]
         await self._close_keys(doomed)
 
     async def _sweep_idle(self) -> None:

@@ -84,6 +84,10 @@ class ProxyHandlers:
         self.audit = audit if audit is not None else runtime.audit
         self._exposed = tuple(t for t in PROXY_TOOLS if t in self.policy.proxy_tools)
 
+    async def release_client(self, client: str) -> None:
+        """A downstream client (an HTTP MCP session) ended: close its upstream sessions."""
+        await self.runtime.gateway.release(client)
+
     # -- listing ---------------------------------------------------------------
 
     def list_tools(self) -> list[Tool]:

@@ -26,9 +26,17 @@ logger = logging.getLogger(__name__)
 
 SERVER_NAME: Final = "cartograph"
 LOCAL_CLIENT: Final = "local"
+SESSIONLESS_HTTP_CLIENT: Final = "http:sessionless"
+"""2026-07-28 HTTP requests carry no session and the SDK exposes no per-connection
+identity, so they partition by principal alone (see docs/gateway.md, Pooling)."""
 
 Ctx = ServerRequestContext[Any, Any]
 KeyOf = Callable[[Ctx], str | None]
+
+
+def http_client_key(session_id: str) -> str:
+    """The client key of one HTTP MCP session; released when that session ends."""
+    return f"http:{session_id}"
 
 
 def session_header_key(ctx: Ctx) -> str | None:
@@ -37,8 +45,7 @@ def session_header_key(ctx: Ctx) -> str | None:
     headers = getattr(request, "headers", None)
     if headers is not None:
         session_id = headers.get("mcp-session-id")
-        if session_id:
-            return f"http:{session_id}"
+        return http_client_key(session_id) if session_id else SESSIONLESS_HTTP_CLIENT
     return LOCAL_CLIENT
 
 

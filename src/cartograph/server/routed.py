@@ -101,6 +101,13 @@ class RoutedHandlers:
         required = self.catalog_required
         return [with_catalog_property(t, self._names, required=required) for t in union.values()]
 
+    async def release_client(self, client: str) -> None:
+        """A routed-mount session ended: every catalog closes that client's upstream sessions."""
+        for surface in self._targets.values():
+            release = getattr(surface, "release_client", None)
+            if release is not None:
+                await release(client)
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, principal: str | None
     ) -> CallToolResult:

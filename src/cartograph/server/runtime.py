@@ -30,7 +30,7 @@ from cartograph.errors import CartographError, UnknownToolError, UpstreamError
 from cartograph.gateway.arguments import compile_validator, validate_arguments
 from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.gateway.gateway import Gateway
-from cartograph.gateway.pool import Opener, Upstream, default_opener
+from cartograph.gateway.pool import Opener, Upstream, default_opener, partition_key
 from cartograph.index.embedders.base import Embedder
 
 logger = logging.getLogger(__name__)
@@ -307,7 +307,7 @@ class CatalogRuntime:
             tool_card.example,
             validator=self._validator(server, tool_card),
         )
-        partition = None if client is None and principal is None else f"{principal}|{client}"
+        partition = partition_key(principal, client)
         return await self.gateway.call(
             server, tool, arguments, client=partition, progress_callback=progress_callback
         )

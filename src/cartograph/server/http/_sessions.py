@@ -9,12 +9,17 @@ exactly in ``pyproject.toml`` and a test pins this override's effect.
 
 from __future__ import annotations
 
+import logging
 import secrets
-from typing import Final
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
+import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+logger = logging.getLogger(__name__)
 
 SESSION_ID_BYTES: Final = 32
 """Random bytes per session id: 256 bits, rendered as 64 lower-case hex characters."""
@@ -24,8 +29,33 @@ def new_session_id() -> str:
     return secrets.token_hex(SESSION_ID_BYTES)
 
 
+SessionEnded = Callable[[str], Awaitable[None]]
+"""Called with the session id once an HTTP MCP session is gone (DELETE, idle expiry, crash)."""
+
+
 class SessionManager(StreamableHTTPSessionManager):
-    """``StreamableHTTPSessionManager`` minting session ids from ``secrets``."""
+    """``StreamableHTTPSessionManager`` minting session ids from ``secrets``.
+
+    ``on_session_end`` lets the gateway close the upstream sessions it opened
+    for that downstream client (P-POOL-1); it hooks ``_discard_session``, the
+    one place the SDK forgets a session however it ended.
+    """
+
+    def __init__(self, *args: Any, on_session_end: SessionEnded | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._on_session_end = on_session_end
+
+    async def _discard_session(
+        self, session_id: str, transport: StreamableHTTPServerTransport
+    ) -> None:
+        known = session_id in self._server_instances
+        await super()._discard_session(session_id, transport)
+        if known and self._on_session_end is not None:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._on_session_end(session_id)
+                except Exception:  # releasing must never break the HTTP layer
+                    logger.exception("releasing upstream sessions of %s failed", session_id[:8])
 
     def _admit_session(
         self, requestor: AuthorizationContext | None

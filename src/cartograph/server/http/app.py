@@ -38,7 +38,8 @@ from cartograph.server.auth import Principal, TokenAuthority
 from cartograph.server.handlers import ToolSurface
 from cartograph.server.http._guards import GuardMiddleware, HostPolicy, OriginPolicy
 from cartograph.server.http._mount import PRINCIPAL_SCOPE_KEY, build_mount_server
-from cartograph.server.http._sessions import SessionManager
+from cartograph.server.http._sessions import SessionEnded, SessionManager
+from cartograph.server.proxy import http_client_key
 from cartograph.server.routed import RoutedHandlers
 
 MCP_PATH: Final = "/mcp"
@@ -113,7 +114,20 @@ def _manager(surface: ToolSurface, label: str, settings: HttpSettings) -> Sessio
         build_mount_server(surface, label=label),
         max_request_body_size=settings.max_body_bytes,
         session_idle_timeout=settings.session_idle_timeout,
+        on_session_end=_releaser(surface),
     )
+
+
+def _releaser(surface: ToolSurface) -> SessionEnded | None:
+    """When an MCP session ends, its client's upstream sessions are closed (P-POOL-1)."""
+    release = getattr(surface, "release_client", None)
+    if release is None:
+        return None
+
+    async def on_end(session_id: str) -> None:
+        await release(http_client_key(session_id))
+
+    return on_end
 
 
 def _build_mounts(
