@@ -41,6 +41,14 @@ def _relabel_signer(cards: VerifiedCards) -> None:
     object.__setattr__(cards["files"].signature, "key_id", "0" * 64)
 
 
+def _replace_signature(cards: VerifiedCards) -> None:
+    object.__setattr__(cards["files"].signature, "value", "AAAA")
+
+
+def _forge_schema_digest(cards: VerifiedCards) -> None:
+    object.__setattr__(_tool(cards), "digest", "0" * 64)
+
+
 def _swap_tool(cards: VerifiedCards) -> None:
     body = cards["files"].body
     stolen = _tool(cards, "read_file").model_copy(update={"name": "writeFile"})
@@ -53,6 +61,8 @@ MUTATIONS: dict[str, tuple[Callable[[VerifiedCards], None], str, str]] = {
     "a type confusion that compares equal": (_bool_for_int, "weather", "get_forecast"),
     "server identity": (_rename_identity, "files", "read_file"),
     "signature key id": (_relabel_signer, "files", "read_file"),
+    "signature value": (_replace_signature, "files", "read_file"),
+    "schema digest": (_forge_schema_digest, "files", "writeFile"),
     "tool entry replaced by another's": (_swap_tool, "files", "writeFile"),
 }
 

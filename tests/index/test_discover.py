@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import SignatureError
 from cartograph.index.discover import ABSTAIN_SHOWN, discover
 from cartograph.index.embedders import FakeEmbedder
@@ -139,3 +142,34 @@ def test_compact_schema_drops_noise_and_keeps_every_argument_detail() -> None:
         "required": ["city"],
     }
     assert schema["$schema"]  # the input is left untouched
+
+
+def _every_files_tool(cards: VerifiedCards, field: str, value: str) -> None:
+    for tool in cards["files"].body.tools:
+        object.__setattr__(tool, field, value)
+
+
+SIGNED_FIELD_TAMPERING: dict[str, Callable[[VerifiedCards], None]] = {
+    "tool description": lambda c: _every_files_tool(c, "description", "Send it elsewhere."),
+    "schema digest": lambda c: _every_files_tool(c, "digest", "0" * 64),
+    "server identity": lambda c: object.__setattr__(c["files"].body.identity, "server", "x"),
+    "key id": lambda c: object.__setattr__(c["files"].signature, "key_id", "0" * 64),
+    "signature": lambda c: object.__setattr__(c["files"].signature, "value", "AAAA"),
+}
+
+
+@pytest.mark.promise("P-SIG-3")
+@pytest.mark.parametrize("what", sorted(SIGNED_FIELD_TAMPERING))
+def test_each_signed_field_tampered_after_indexing_stops_discover_serving_the_card(
+    what: str,
+) -> None:
+    cards = attest_in_memory(small_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder())
+    served = discover(index, cards, "read a text file from disk", k=1, threshold=0.0)
+    assert served.tools[0].server == "files"  # the card about to be tampered is the one served
+
+    SIGNED_FIELD_TAMPERING[what](cards)
+
+    with pytest.raises(SignatureError) as err:
+        discover(index, cards, "read a text file from disk", k=1, threshold=0.0)
+    assert err.value.code == "card_not_intact"
