@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import anyio
 import pytest
+from mcp.server import Server
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ServerEvent,
+    ToolsListChanged,
+)
 
 from cartograph.config.model import ServerConfig
 from cartograph.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from cartograph.upstream.session import UpstreamSession
-from tests.upstream.conftest import fake
+from tests.upstream.conftest import fake, tool
 
 pytestmark = pytest.mark.anyio
 
@@ -127,3 +135,49 @@ async def test_tools_list_changed_reaches_the_callback_on_a_handshake_era_sessio
         await session.aclose()
     assert seen == ["fake"]
     assert [t.name for t in server.tools] == ["grow", "grown_1"]
+
+
+class _WatchedBus(InMemorySubscriptionBus):
+    """A bus that says when a listen stream subscribes, so the test can publish after it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.subscribed = anyio.Event()
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        unsubscribe = super().subscribe(listener)
+        self.subscribed.set()
+        return unsubscribe
+
+
+async def test_tools_list_changed_reaches_the_callback_on_a_2026_07_28_listen_stream() -> None:
+    """The modern era has no unsolicited notifications: changes arrive on ``client.listen()``."""
+    bus = _WatchedBus()
+    upstream = fake(["echo"])
+    server = Server(
+        "fake",
+        on_list_tools=upstream._list,
+        on_call_tool=upstream._call,
+        on_subscriptions_listen=ListenHandler(bus),
+    )
+    session = await UpstreamSession.open(cfg(protocol="auto"), target=server)
+    changed = anyio.Event()
+    seen: list[str] = []
+
+    def on_change(name: str) -> None:
+        seen.append(name)
+        changed.set()
+
+    session.on_tools_changed(on_change)
+    try:
+        assert session.protocol_version == "2026-07-28"
+        upstream.tools.append(tool("added_later"))
+        with anyio.fail_after(5):
+            await bus.subscribed.wait()  # the session's owner task opened its listen stream
+            await bus.publish(ToolsListChanged())
+            await changed.wait()
+        listed = await session.list_tools()
+    finally:
+        await session.aclose()
+    assert seen == ["fake"]
+    assert [t.name for t in listed.tools] == ["echo", "added_later"]

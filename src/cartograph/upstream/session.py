@@ -34,6 +34,7 @@ from mcp.client._transport import Transport
 from mcp.client.session import IncomingMessage
 from mcp.server import Server
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from cartograph.catalog.model import ServerDef, ToolDef
@@ -310,8 +311,14 @@ class UpstreamSession:
     # -- notifications -------------------------------------------------------------
 
     async def _on_message(self, message: IncomingMessage) -> None:
-        """Handshake-era servers deliver ``tools/list_changed`` here."""
-        if isinstance(message, types.ToolListChangedNotification):
+        """Handshake-era servers deliver ``tools/list_changed`` here.
+
+        The SDK also tees every ``subscriptions/listen`` event to this handler;
+        those are :meth:`_listen`'s to report, or each change would fire twice.
+        """
+        if isinstance(message, types.ToolListChangedNotification) and not _from_listen_stream(
+            message
+        ):
             await self._fire_tools_changed()
 
     def _wants_listen(self, client: Client) -> bool:
@@ -369,6 +376,12 @@ class UpstreamSession:
         except (OSError, ValueError):
             return ""
         return _redact(tail.strip(), self.cfg)
+
+
+def _from_listen_stream(message: types.ToolListChangedNotification) -> bool:
+    """A 2026-07-28 listen-stream event carries its subscription id in ``_meta``."""
+    meta = message.params.meta if message.params is not None else None
+    return meta is not None and SUBSCRIPTION_ID_META_KEY in meta
 
 
 def _redact(text: str, cfg: ServerConfig) -> str:
