@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
@@ -23,6 +24,9 @@ MAX_SHAPE_DEPTH: Final = 4
 MAX_SHAPE_KEYS: Final = 50
 MIN_SECRET_LENGTH: Final = 4
 REDACTED: Final = "[redacted]"
+# Without an audit file the newest records stay in memory: a ring, so memory
+# does not grow with the number of calls served (P-REL-4).
+MEMORY_RECORDS: Final = 1024
 
 
 def argument_shape(value: Any, depth: int = 0) -> Any:
@@ -129,7 +133,7 @@ def utc_now() -> str:
 
 
 class AuditLog:
-    """Appends :class:`AuditRecord` lines to a file (or keeps them in memory for tests).
+    """Appends :class:`AuditRecord` lines to a file (or keeps the newest in memory).
 
     The file is opened once with ``O_APPEND`` and each record goes out as one
     ``write`` of one line: cheap on the call path (no open/close per call),
@@ -141,7 +145,7 @@ class AuditLog:
     def __init__(self, path: Path | None = None, redactor: Redactor | None = None) -> None:
         self.path = path
         self.redactor = redactor or Redactor()
-        self.records: list[AuditRecord] = []
+        self.records: deque[AuditRecord] = deque(maxlen=MEMORY_RECORDS)
         self._lock = threading.Lock()
         self._fd: int | None = None
         self.keep_in_memory = path is None
