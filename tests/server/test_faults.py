@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import time
+import tracemalloc
 from pathlib import Path
 
 import anyio
 import pytest
 
+from cartograph.gateway.audit import MEMORY_RECORDS
 from tests.server.support import call, code, running, text, wait_until
 from tests.servers.support import scriptable
 
@@ -121,6 +124,27 @@ async def test_repeated_upstream_failures_open_the_circuit_and_skip_upstream_io(
 
 
 @pytest.mark.anyio
+@pytest.mark.promise("P-REL-3")
+async def test_after_the_cooldown_one_probe_reaches_the_upstream_and_closes_the_circuit(
+    tmp_path: Path,
+) -> None:
+    server = scriptable("flaky", call_timeout=0.5)
+    async with running(tmp_path, server, breaker_failures=2, breaker_cooldown=60.0) as h:
+        guard = h.runtime.gateway.guard("flaky")
+        for _ in range(2):
+            assert code(await call(h, "flaky", "hang")) == "upstream_timeout"
+        assert code(await call(h, "flaky", "add", a=1, b=1)) == "circuit_open"
+        opened = guard.breaker.clock()
+        guard.breaker.clock = lambda: opened + 60.0  # the cooldown has passed; no sleeping
+
+        assert text(await call(h, "flaky", "add", a=2, b=3)) == "5"  # the probe went upstream
+
+        assert guard.calls == 3
+        assert guard.breaker.state == "closed"
+        assert text(await call(h, "flaky", "add", a=1, b=1)) == "2"
+
+
+@pytest.mark.anyio
 @pytest.mark.promise("P-REL-4")
 async def test_overload_beyond_in_flight_and_queue_fails_fast(tmp_path: Path) -> None:
     async with running(tmp_path, scriptable("busy"), max_in_flight=1, queue_size=0) as h:
@@ -136,3 +160,44 @@ async def test_overload_beyond_in_flight_and_queue_fails_fast(tmp_path: Path) ->
                 overloaded = await call(h, "busy", "add", a=1, b=1)
         assert code(overloaded) == "overloaded"
         assert results == [None]
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-4")
+async def test_memory_held_by_the_proxy_does_not_grow_with_offered_load(tmp_path: Path) -> None:
+    async with running(tmp_path, scriptable("busy"), max_in_flight=1, queue_size=1) as h:
+        release = anyio.Event()
+        bulkhead = h.runtime.gateway.guard("busy").bulkhead
+
+        async def hold() -> None:
+            with anyio.move_on_after(30):
+                await call(h, "busy", "sleep", seconds=20.0)
+
+        async def offer(n: int) -> None:
+            for _ in range(n):
+                assert code(await call(h, "busy", "add", a=1, b=1)) == "overloaded"
+
+        async def retained_after(n: int) -> int:
+            await offer(n)
+            gc.collect()
+            return tracemalloc.get_traced_memory()[0]
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                group.start_soon(hold)
+                group.start_soon(hold)  # one running, one queued: the bound is full
+                await wait_until(lambda: bulkhead.in_flight + bulkhead.waiting == 2)
+                await offer(50)  # warm every cache a refused call touches
+                tracemalloc.start()
+                try:
+                    base = await retained_after(0)
+                    # Enough to replace the whole in-memory audit ring with traced records.
+                    after_small = await retained_after(MEMORY_RECORDS + 200)
+                    after_large = await retained_after(2000)
+                finally:
+                    tracemalloc.stop()
+                assert (bulkhead.in_flight, bulkhead.waiting) == (1, 1)
+                release.set()
+                group.cancel_scope.cancel()
+        # 2,000 more refused calls retain nothing more: no state grows per call offered.
+        assert after_large - after_small < 64 * 1024, (base, after_small, after_large)
