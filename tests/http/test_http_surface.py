@@ -88,17 +88,23 @@ def test_a_body_over_the_default_limit_gets_413_with_content_length_and_no_handl
 def test_a_chunked_body_over_the_limit_gets_413_without_content_length() -> None:
     built = assemble(("solo",))
     headers, over = _padded_call(DEFAULT_MAX_BODY_BYTES + 1)
+    _, under = _padded_call(DEFAULT_MAX_BODY_BYTES)
 
-    def chunks() -> object:
-        for start in range(0, len(over), 64 * 1024):
-            yield over[start : start + 64 * 1024]
+    def chunks(data: bytes) -> object:
+        for start in range(0, len(data), 64 * 1024):
+            yield data[start : start + 64 * 1024]
 
     with serving(built.app) as base, http_client(base) as http:
-        request = http.build_request("POST", "/mcp", content=chunks(), headers=headers)
+        request = http.build_request("POST", "/mcp", content=chunks(over), headers=headers)
         assert "content-length" not in request.headers
         response = http.send(request)
+        assert built.per_catalog["solo"].calls == 0
+        at_limit = http.build_request("POST", "/mcp", content=chunks(under), headers=headers)
+        assert "content-length" not in at_limit.headers
+        accepted = http.send(at_limit)
     assert response.status_code == 413
-    assert built.per_catalog["solo"].calls == 0
+    assert accepted.status_code == 200, accepted.text  # chunked bodies are judged, not refused
+    assert built.per_catalog["solo"].calls == 1
 
 
 def _open_session(http: object, path: str) -> str:
