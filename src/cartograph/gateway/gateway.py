@@ -36,7 +36,7 @@ from cartograph.gateway.pool import (
     UpstreamPool,
     default_opener,
 )
-from cartograph.gateway.results import limit_result
+from cartograph.gateway.results import limit_result, redact_error_result
 
 DEADLINE_MARGIN: Final = 0.5
 """Slack on top of a server's call_timeout before the gateway's own deadline fires."""
@@ -151,7 +151,9 @@ class Gateway:
                 guard.breaker.abandon()
                 raise
             guard.breaker.record_success()
-        return limit_result(result, self.settings.max_result_bytes)
+        return limit_result(
+            redact_error_result(result, self.redactor), self.settings.max_result_bytes
+        )
 
     def _server(self, server: str) -> ServerConfig:
         cfg = self.servers.get(server)

@@ -1,8 +1,9 @@
 """Shaping what goes back to the agent: size limits and typed error results.
 
-`call` returns the upstream's result unchanged, with one exception: a result
+`call` returns the upstream's result unchanged, with two exceptions: a result
 over the size limit is cut down and carries an explicit marker (P-REL-5), so
-one chatty tool cannot flood the agent's context or the proxy's memory.
+one chatty tool cannot flood the agent's context or the proxy's memory; and an
+upstream *error* result has the configured secrets redacted (P-LOG-1).
 Every refusal becomes an ``isError`` result whose structured content holds a
 stable ``code`` the agent (and the tests) can act on.
 """
@@ -15,6 +16,7 @@ from typing import Any, Final
 from mcp.types import CallToolResult, TextContent
 
 from cartograph.errors import CartographError
+from cartograph.gateway.audit import Redactor
 
 TRUNCATION_META_KEY: Final = "cartograph/truncated"
 MARKER: Final = "[cartograph: result truncated: {size} bytes exceed the {limit} byte limit]"
@@ -50,6 +52,31 @@ def limit_result(result: CallToolResult, max_bytes: int) -> CallToolResult:
         structured_content=None,
         is_error=result.is_error,
         _meta={TRUNCATION_META_KEY: {"original_bytes": size, "limit_bytes": max_bytes}},
+    )
+
+
+def redact_error_result(result: CallToolResult, redact: Redactor) -> CallToolResult:
+    """``result`` with configured secrets removed when the upstream reports an error.
+
+    An upstream's error text is where its own environment (an API key it was
+    given, a token in a failing URL) tends to surface; the operator's secrets
+    must not reach the agent that way (P-LOG-1). Successful results are the
+    tool's output and pass unchanged.
+    """
+    if not result.is_error or redact.empty:
+        return result
+    content = [
+        block.model_copy(update={"text": redact(block.text)})
+        if isinstance(block, TextContent)
+        else block
+        for block in result.content
+    ]
+    structured = result.structured_content
+    return result.model_copy(
+        update={
+            "content": content,
+            "structured_content": None if structured is None else redact.data(structured),
+        }
     )
 
 
