@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import anyio
@@ -82,19 +83,27 @@ async def test_list_changed_rug_pull_withholds_the_tool_and_names_the_reattest_c
 
 @pytest.mark.anyio
 @pytest.mark.promise("P-LOG-1")
-async def test_upstream_env_secrets_never_reach_errors_status_or_the_audit_log(
-    tmp_path: Path,
+async def test_upstream_env_secrets_never_reach_errors_status_logs_or_the_audit_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     secret = "sk-canary-7f3a9b2c1d"
     server = scriptable("leaky", env={"SECRET_TOKEN": secret})
     audit = tmp_path / "audit.jsonl"
+    caplog.set_level(logging.DEBUG)
     async with running(tmp_path, server, audit_log=audit) as h:
-        crashed = await call(h, "leaky", "crash")
+        echoed = await call(h, "leaky", "secret")  # the upstream puts the value in its error
+        assert echoed.is_error
+        crashed = await call(h, "leaky", "crash")  # its stderr carries the value too
         assert code(crashed) == "upstream_closed"
         assert "stderr tail" in text(crashed)
         status = json.dumps(h.runtime.status())
-        for surface in (text(crashed), json.dumps(crashed.structured_content), status):
+        surfaces = [text(crashed), json.dumps(crashed.structured_content), status]
+        surfaces += [text(echoed), json.dumps(echoed.structured_content)]
+        for surface in surfaces:
             assert secret not in surface
+    assert caplog.records  # the proxy did log; none of it carries the value
+    assert secret not in caplog.text
+    assert all(secret not in str(r.args) for r in caplog.records)
     assert secret not in audit.read_text()
 
 
