@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from cartograph.errors import CartographError
 
@@ -26,9 +28,12 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*("" if cell is None else str(cell) for cell in row))
+        # Text, not str: cells hold upstream text, and rich would eat "[...]" as markup.
+        table.add_row(*(Text("" if cell is None else str(cell)) for cell in row))
     stdout.print(table)
 
 
 def print_error(exc: CartographError) -> None:
-    stderr.print(f"[bold red]error[/] [dim]({exc.code})[/]: {exc.message}", highlight=False)
+    # Messages quote config sections ("[servers] in FILE"): escape them, or rich drops them.
+    message = escape(exc.message)
+    stderr.print(f"[bold red]error[/] [dim]({exc.code})[/]: {message}", highlight=False)
