@@ -155,7 +155,7 @@ def _members(config: Config, cat: CatalogConfig) -> tuple[ServerConfig, ...]:
         if server is None:
             raise ConfigError(
                 f'catalogs[name="{cat.name}"].servers names {name!r}, which is not a configured '
-                "server; add it under [[servers]] or remove it from the catalog.",
+                "server; add it as [servers.NAME] or remove it from the catalog.",
                 code="unknown_catalog_server",
             )
         if server.enabled:

@@ -298,6 +298,9 @@ def _validate(model: type[M], data: dict[str, Any], *, where: str) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise _config_error(exc, where) from None
+    except ConfigError as exc:
+        # Model validators (catalogs) raise without knowing the file; name it here.
+        raise ConfigError(f"{where}: {exc.message}", code=exc.code, **exc.details) from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise ConfigError(f"{where}: {exc}", code="config_invalid") from None
 
