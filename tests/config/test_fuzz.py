@@ -102,7 +102,7 @@ def _load_text(text: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "cartograph.toml"
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
-        with contextlib.suppress(DOCUMENTED):
+        with contextlib.suppress(*DOCUMENTED):
             load_config(path, environ={"HOME": "/home/x"})
 
 
