@@ -115,6 +115,43 @@ def test_two_tool_cluster_with_constructed_margin_lands_in_its_band(
     assert bool(wrong) == (margin < 0)
 
 
+def _same_argument_tools() -> list[RiftTool]:
+    """Two tools with one argument probe; their names point each at its own card."""
+    shared = Probe("city name", "arguments")
+    return [
+        RiftTool("s", "a", "card a", shared, fallbacks=(Probe("alpha city", "name+arguments"),)),
+        RiftTool("s", "b", "card b", shared, fallbacks=(Probe("beta city", "name+arguments"),)),
+    ]
+
+
+def _same_argument_vectors(margin: float) -> dict[str, list[float]]:
+    vectors = _two_tool_vectors(margin)
+    vectors.update({"alpha city": vectors["probe a"], "beta city": vectors["probe b"]})
+    return {**vectors, "city name": [1.0, 0.0, 0.0]}
+
+
+def test_paper_probe_forces_a_non_positive_margin_on_tools_with_the_same_arguments() -> None:
+    vectors = _same_argument_vectors(0.30)
+    paper = RiftSettings(probe="arguments")
+    tools = [RiftTool(t.server, t.tool, t.text, t.probe) for t in _same_argument_tools()]
+    report = analyse(tools, explicit_embed(vectors), paper, model_id="explicit")
+    (only,) = report.clusters
+    assert only.margin_min is not None and only.margin_min <= 0.0
+    assert only.risk == "HIGH"
+
+
+def test_default_probe_compares_a_same_argument_pair_on_the_rung_that_separates_it() -> None:
+    vectors = _same_argument_vectors(0.30)
+    report = analyse(
+        _same_argument_tools(), explicit_embed(vectors), RiftSettings(), model_id="explicit"
+    )
+    (only,) = report.clusters
+    assert only.margin_min == pytest.approx(0.30, abs=1e-5)
+    assert only.risk == "LOW"
+    assert [m.reprobed for m in only.members] == [("s/b",), ("s/a",)]
+    assert any("compared with probes that add their names" in n for n in only.notes)
+
+
 def test_risk_bands_are_configurable() -> None:
     embed = explicit_embed(_two_tool_vectors(0.15))
     strict = RiftSettings(high=0.2, medium=0.3)

@@ -19,10 +19,29 @@ def _tool(name: str, description: str, schema: dict[str, Any] | None = None) -> 
     return {"name": name, "description": description, "inputSchema": schema or CITY}
 
 
-# Two weather tools that differ only by one word of their names and take the
-# same argument: whatever the template writes, their probes are identical, so
-# one margin is ≤ 0 and the cluster is HIGH.
+# Two weather tools whose names collide once separators and case are folded
+# and which take the same argument: no task can say which one it wants, and
+# the template writes the same words for both, so the cluster is HIGH.
 CONFUSABLE = {
+    "servers": [
+        {
+            "name": "weather",
+            "description": "Weather data",
+            "tools": [
+                _tool("get_weather", "Get the weather for a city."),
+                _tool("getWeather", "Get the weather for a city."),
+            ],
+        },
+        {
+            "name": "git",
+            "description": "Version control",
+            "tools": [_tool("commit", "Record staged changes to the repository history.")],
+        },
+    ]
+}
+# Two tools that take the same argument but whose names say different things:
+# the paper's argument-only probes are identical for them.
+SAME_ARGUMENTS = {
     "servers": [
         {
             "name": "weather",
@@ -31,12 +50,7 @@ CONFUSABLE = {
                 _tool("get_weather_today", "Get the weather for a city."),
                 _tool("get_weather_now", "Get the weather for a city."),
             ],
-        },
-        {
-            "name": "git",
-            "description": "Version control",
-            "tools": [_tool("commit", "Record staged changes to the repository history.")],
-        },
+        }
     ]
 }
 SEPARATED = {
@@ -72,8 +86,8 @@ def test_gate_on_high_exits_non_zero_and_prints_the_offending_cluster(tmp_path: 
     result = _run(tmp_path, CONFUSABLE, "--fail-on", "high")
     assert result.exit_code == EXIT_GATE_FAILED
     assert "rift gate failed" in result.stderr
-    assert "weather/get_weather_today" in result.stderr
-    assert "weather/get_weather_now" in result.stderr
+    assert "weather/get_weather" in result.stderr
+    assert "weather/getWeather" in result.stderr
 
 
 def test_gate_passes_with_exit_zero_when_tools_are_well_separated(tmp_path: Path) -> None:
@@ -96,7 +110,7 @@ def test_json_output_is_the_full_report_with_a_summary(tmp_path: Path) -> None:
     assert report["summary"]["tools_in_clusters"] == 2
     assert report["tools"] == 3 and len(report["points"]) == 3
     (cluster,) = report["clusters"]
-    assert {m["tool"] for m in cluster["members"]} == {"get_weather_today", "get_weather_now"}
+    assert {m["tool"] for m in cluster["members"]} == {"get_weather", "getWeather"}
     assert report["comparison"][0]["method"] == "Rift (3-layer)"
     assert report["cards"].startswith("template cards attested in memory")
 
@@ -134,10 +148,25 @@ def test_an_unreadable_catalog_is_a_coded_error(tmp_path: Path) -> None:
     assert getattr(result.exception, "code", None) == "catalog_unreadable"
 
 
-def test_same_argument_tools_are_flagged_and_the_probe_mode_is_selectable(tmp_path: Path) -> None:
-    strict = json.loads(_run(tmp_path, CONFUSABLE, "--json").stdout)
-    named = json.loads(_run(tmp_path, CONFUSABLE, "--json", "--probe", "name+arguments").stdout)
-    assert any("probes are identical" in n for n in strict["clusters"][0]["notes"])
+def test_paper_probe_flags_same_argument_tools_and_the_default_compares_them_by_name(
+    tmp_path: Path,
+) -> None:
+    paper = json.loads(_run(tmp_path, SAME_ARGUMENTS, "--json", "--probe", "arguments").stdout)
+    default = json.loads(_run(tmp_path, SAME_ARGUMENTS, "--json").stdout)
+    (strict,) = paper["clusters"]
+    assert any("probes are identical" in n for n in strict["notes"])
+    assert all(m["reprobed"] == [] for m in strict["members"])
+    (fair,) = default["clusters"]
+    assert default["settings"]["probe"] == "distinguishing"
+    assert any("compared with probes that add their names" in n for n in fair["notes"])
+    assert {tuple(m["reprobed"]) for m in fair["members"]} == {
+        ("weather/get_weather_today",),
+        ("weather/get_weather_now",),
+    }
+
+
+def test_name_plus_arguments_probe_mode_is_selectable(tmp_path: Path) -> None:
+    named = json.loads(_run(tmp_path, SAME_ARGUMENTS, "--json", "--probe", "name+arguments").stdout)
     assert named["settings"]["probe"] == "name+arguments"
     queries = {m["query"] for m in named["clusters"][0]["members"]}
     assert queries == {

@@ -8,7 +8,7 @@ from cartograph.rift.baselines import cosine_groups, jaccard_groups
 from cartograph.rift.diagnosis import MemberText, distinct_tokens, shared_tokens, suggest
 from cartograph.rift.model import ToolRef
 from cartograph.rift.names import name_confusables, normalise
-from cartograph.rift.queries import probe_for
+from cartograph.rift.queries import probe_for, probe_key, probe_ladder
 from cartograph.rift.tokens import Vocabulary, words
 
 
@@ -154,4 +154,21 @@ def test_name_plus_arguments_probe_prefixes_the_tool_name_in_words() -> None:
     named = probe_for("get_trending_repos", schema, with_name=True)
     assert plain.text == "language (string)"
     assert named.text == "get trending repos: language (string)"
-    assert named.source == "arguments"
+    assert named.source == "name+arguments"
+
+
+def test_probe_ladder_is_the_papers_probe_then_name_then_server_only_by_default() -> None:
+    schema = {"type": "object", "properties": {"id": {"type": "number", "description": "Story"}}}
+    rungs = probe_ladder("Hacker News", "getStoryWithComments", schema, "distinguishing")
+    assert [p.text for p in rungs] == [
+        "id (number) Story",
+        "get Story With Comments: id (number) Story",
+        "Hacker News get Story With Comments: id (number) Story",
+    ]
+    (paper,) = probe_ladder("Hacker News", "getStory", schema, "arguments")
+    assert paper.text == "id (number) Story"
+
+
+def test_probes_that_differ_only_by_case_plural_or_stopwords_are_the_same_task() -> None:
+    assert probe_key("ID of the story; Limits") == probe_key("id story; limit")
+    assert probe_key("get story") != probe_key("get stories with comments")

@@ -34,6 +34,7 @@ class TextChoice(StrEnum):
 
 
 class ProbeChoice(StrEnum):
+    distinguishing = "distinguishing"
     arguments = "arguments"
     name_arguments = "name+arguments"
 
@@ -95,7 +96,11 @@ def rift(
     ] = None,
     probe: Annotated[
         ProbeChoice | None,
-        typer.Option("--probe", help="Layer 2 probes from arguments (paper) or name+arguments."),
+        typer.Option(
+            "--probe",
+            help="Layer 2 probes: distinguishing (default: arguments, plus names for pairs "
+            "whose arguments tie), arguments (the paper exactly) or name+arguments.",
+        ),
     ] = None,
     embedder: Annotated[
         str | None, typer.Option("--embedder", help="Embedder (default: config or minilm).")

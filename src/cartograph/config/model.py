@@ -137,7 +137,7 @@ class RiftConfig(_Section):
     medium: float = 0.20
     linkage: Literal["complete", "average", "single"] = "complete"
     text: Literal["description", "index"] = "description"
-    probe: Literal["arguments", "name+arguments"] = "arguments"
+    probe: Literal["distinguishing", "arguments", "name+arguments"] = "distinguishing"
 
 
 class Config(_Section):

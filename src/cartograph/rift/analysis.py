@@ -5,9 +5,12 @@ records (built from *verified* cards by :func:`tools_from_cards`, so nothing
 unattested is analysed) and an embedder, and returns a :class:`RiftReport`
 that every renderer and the CI gate read.
 
-Layer 2 follows eq. 11 exactly: margin(t, C) = cos(q_t, v_t) − max over the
-other members b of cos(q_t, v_b). Identical card texts are embedded once and
-share one vector, so their margin is exactly 0, not 0 ± rounding noise.
+Layer 2 follows eq. 11: margin(t, C) = min over the other members b of
+cos(q, v_t) − cos(q, v_b), where q is t's probe on the first rung of its
+ladder (:func:`~cartograph.rift.queries.probe_ladder`) that differs from b's.
+With ``probe = "arguments"`` the ladder has one rung: the paper's exact form.
+Identical card texts are embedded once and share one vector, so their margin
+is exactly 0, not 0 ± rounding noise.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +31,7 @@ from cartograph.rift.clustering import Groups, cluster, cohesion
 from cartograph.rift.diagnosis import MemberText, distinct_tokens, shared_tokens, suggest
 from cartograph.rift.layout import pca_2d
 from cartograph.rift.model import (
+    DEFAULT_PROBE,
     RISK_ORDER,
     Cluster,
     Grouping,
@@ -40,7 +44,7 @@ from cartograph.rift.model import (
     ToolRef,
 )
 from cartograph.rift.names import name_confusables
-from cartograph.rift.queries import Probe, name_words, probe_for
+from cartograph.rift.queries import Probe, name_words, probe_key, probe_ladder
 from cartograph.rift.tokens import Vocabulary
 
 TextSource = Literal["description", "index"]
@@ -60,17 +64,23 @@ class RiftTool:
     text: str
     probe: Probe
     arguments: tuple[str, ...] = ()
+    fallbacks: tuple[Probe, ...] = ()
+    """Further rungs of the probe ladder, used only against a rival that ties."""
 
     @property
     def key(self) -> str:
         return f"{self.server}/{self.tool}"
+
+    @property
+    def ladder(self) -> tuple[Probe, ...]:
+        return (self.probe, *self.fallbacks)
 
 
 def tools_from_cards(
     cards: Mapping[str, Card],
     *,
     text: TextSource = "description",
-    probe: ProbeMode = "arguments",
+    probe: ProbeMode = DEFAULT_PROBE,
 ) -> list[RiftTool]:
     """Rift's input from verified cards, sorted by (server, tool) for stable reports."""
     tools: list[RiftTool] = []
@@ -81,15 +91,15 @@ def tools_from_cards(
                 body = ". ".join(
                     p for p in (name_words(tool.name), tool.description, tool.arguments) if p
                 )
+            first, *rest = probe_ladder(server, tool.name, tool.input_schema, probe)
             tools.append(
                 RiftTool(
                     server=server,
                     tool=tool.name,
                     text=body,
-                    probe=probe_for(
-                        tool.name, tool.input_schema, with_name=probe == "name+arguments"
-                    ),
+                    probe=first,
                     arguments=_argument_words(tool.input_schema),
+                    fallbacks=tuple(rest),
                 )
             )
     return tools
@@ -175,15 +185,50 @@ def analyse(
     )
 
 
+@dataclass
+class _Probes:
+    """Every probe Layer 2 needs, embedded once, scored against every card text.
+
+    ``rung[(a, b)]`` is the ladder rung tool ``a``'s probe uses against rival
+    ``b``; ``row[(a, rung)]`` is that probe's row in ``scores``.
+    """
+
+    rung: dict[tuple[int, int], int]
+    row: dict[tuple[int, int], int]
+    scores: npt.NDArray[np.float32]
+
+    def score(self, tool: int, rung: int) -> npt.NDArray[np.float32]:
+        row: npt.NDArray[np.float32] = self.scores[self.row[(tool, rung)]]
+        return row
+
+
+def _probe_all(ctx: _Context, groups: Groups, embed: EmbedFn) -> _Probes | None:
+    if not ctx.settings.margin or not groups:
+        return None
+    rung = {
+        (a, b): _rung(ctx.tools[a], ctx.tools[b]) for g in groups for a in g for b in g if a != b
+    }
+    needed = sorted({(a, 0) for g in groups for a in g} | {(a, r) for (a, _), r in rung.items()})
+    embedded = _embed_unique(embed, [ctx.tools[a].ladder[r].text for a, r in needed])
+    return _Probes(
+        rung=rung,
+        row={key: k for k, key in enumerate(needed)},
+        scores=embedded.per_tool @ ctx.texts.unique.T,
+    )
+
+
+def _rung(a: RiftTool, b: RiftTool) -> int:
+    """The first rung on which ``a``'s and ``b``'s probes are different tasks."""
+    rungs = min(len(a.ladder), len(b.ladder))
+    for k in range(rungs):
+        if probe_key(a.ladder[k].text) != probe_key(b.ladder[k].text):
+            return k
+    return rungs - 1
+
+
 def _rate_all(ctx: _Context, groups: Groups, embed: EmbedFn) -> list[Cluster]:
-    probes: _Embedded | None = None
-    probe_row: dict[int, int] = {}
-    if ctx.settings.margin and groups:
-        clustered = sorted({i for g in groups for i in g})
-        probe_row = {tool: k for k, tool in enumerate(clustered)}
-        probes = _embed_unique(embed, [ctx.tools[i].probe.text for i in clustered])
-    scores = None if probes is None else probes.per_tool @ ctx.texts.unique.T
-    rated = [_rate(ctx, g, scores, probe_row) for g in groups]
+    probes = _probe_all(ctx, groups, embed)
+    rated = [_rate(ctx, g, probes) for g in groups]
     rated.sort(key=lambda c: (RISK_ORDER[c.risk], _sort_margin(c), -c.size, c.members[0].key))
     return [c.model_copy(update={"id": k}) for k, c in enumerate(rated, start=1)]
 
@@ -192,12 +237,7 @@ def _sort_margin(c: Cluster) -> float:
     return c.margin_min if c.margin_min is not None else -c.cohesion
 
 
-def _rate(
-    ctx: _Context,
-    group: list[int],
-    scores: npt.NDArray[np.float32] | None,
-    probe_row: Mapping[int, int],
-) -> Cluster:
+def _rate(ctx: _Context, group: list[int], probes: _Probes | None) -> Cluster:
     texts = [
         MemberText(
             server=ctx.tools[i].server,
@@ -207,7 +247,7 @@ def _rate(
         )
         for i in group
     ]
-    members = [_member(ctx, group, k, texts, scores, probe_row) for k in range(len(group))]
+    members = [_member(ctx, group, k, texts, probes) for k in range(len(group))]
     margins = [m.margin for m in members if m.margin is not None]
     margin_min = min(margins) if margins else None
     risk = _risk(margin_min, ctx.settings)
@@ -225,7 +265,33 @@ def _rate(
         members=tuple(members),
         shared=ctx.vocabulary.show(shared_tokens(texts)),
         suggestions=suggestions,
-        notes=tuple(_notes(ctx, group, members)),
+        notes=tuple(_notes(ctx, group, members, probes)),
+    )
+
+
+@dataclass(frozen=True)
+class _Margin:
+    value: float
+    nearest: int
+    rank: int
+    reprobed: tuple[int, ...]
+
+
+def _margin(ctx: _Context, group: list[int], tool: int, probes: _Probes) -> _Margin:
+    """Eq. 11 for ``tool``: its worst pairwise gap, each pair on its own rung."""
+    card = ctx.texts.row
+    terms: list[tuple[float, int]] = []
+    for rival in (j for j in group if j != tool):
+        row = probes.score(tool, probes.rung[(tool, rival)])
+        # Same card text → same vector row → exactly 0.0, never rounding noise.
+        terms.append((float(row[card[tool]]) - float(row[card[rival]]), rival))
+    value, nearest = min(terms)
+    base = probes.score(tool, 0)
+    return _Margin(
+        value=round(value, 6),
+        nearest=nearest,
+        rank=1 + int(np.count_nonzero(base[card] > base[card[tool]])),
+        reprobed=tuple(j for j in group if j != tool and probes.rung[(tool, j)] > 0),
     )
 
 
@@ -234,27 +300,19 @@ def _member(
     group: list[int],
     k: int,
     texts: Sequence[MemberText],
-    scores: npt.NDArray[np.float32] | None,
-    probe_row: Mapping[int, int],
+    probes: _Probes | None,
 ) -> Member:
     tool = ctx.tools[group[k]]
     distinct = distinct_tokens(texts, k)
-    margin = nearest = rank = None
-    if scores is not None:
-        row = scores[probe_row[group[k]]]
-        own = float(row[ctx.texts.row[group[k]]])
-        rivals = [(float(row[ctx.texts.row[j]]), j) for j in group if j != group[k]]
-        best, best_j = max(rivals, key=lambda r: (r[0], -r[1]))
-        margin = round(own - best, 6) if own != best else 0.0
-        nearest = ctx.tools[best_j].key
-        rank = 1 + int(np.count_nonzero(row[ctx.texts.row] > own))
+    found = None if probes is None else _margin(ctx, group, group[k], probes)
     return Member(
         server=tool.server,
         tool=tool.tool,
         query=tool.probe.text,
-        margin=margin,
-        nearest=nearest,
-        rank=rank,
+        margin=None if found is None else found.value,
+        nearest=None if found is None else ctx.tools[found.nearest].key,
+        rank=None if found is None else found.rank,
+        reprobed=() if found is None else tuple(ctx.tools[j].key for j in found.reprobed),
         distinct=ctx.vocabulary.show(distinct),
         regenerate=not distinct,
     )
@@ -270,7 +328,9 @@ def _risk(margin_min: float | None, settings: RiftSettings) -> Risk:
     return "LOW"
 
 
-def _notes(ctx: _Context, group: list[int], members: Sequence[Member]) -> list[str]:
+def _notes(
+    ctx: _Context, group: list[int], members: Sequence[Member], probes: _Probes | None
+) -> list[str]:
     notes: list[str] = []
     if len({ctx.tools[i].text for i in group}) == 1:
         notes.append(
@@ -279,22 +339,49 @@ def _notes(ctx: _Context, group: list[int], members: Sequence[Member]) -> list[s
     for m in members:
         if m.margin is not None and m.margin < 0:
             notes.append(
-                f"retrieval already picks the wrong tool: a task built from {m.key}'s arguments "
-                f"ranks {m.nearest} above it (margin {m.margin:+.3f})"
+                f"retrieval already picks the wrong tool: its own probe (built from {m.key}'s "
+                f"arguments) ranks {m.nearest} above it (margin {m.margin:+.3f})"
             )
-    probes: dict[str, list[str]] = {}
+    if probes is not None:
+        notes.extend(_tie_notes(ctx, group, probes))
+    return notes
+
+
+_RUNG_WORDS: Final = ("", "their names", "their names and servers")
+
+
+def _tie_notes(ctx: _Context, group: list[int], probes: _Probes) -> list[str]:
+    """Say which members' arguments cannot tell them apart, and what Layer 2 did about it."""
+    same_args: dict[tuple[str, ...], list[int]] = {}
     for i in group:
-        probes.setdefault(ctx.tools[i].probe.text, []).append(ctx.tools[i].key)
-    for same in probes.values():
-        if len(same) > 1:
+        same_args.setdefault(probe_key(ctx.tools[i].probe.text), []).append(i)
+    notes: list[str] = []
+    for tied in (t for t in same_args.values() if len(t) > 1):
+        names = ", ".join(ctx.tools[i].key for i in tied)
+        pairs = [(a, b) for a in tied for b in tied if a != b]
+        rung = max(probes.rung[p] for p in pairs)
+        still = any(_tied_on(ctx, a, b, probes.rung[(a, b)]) for a, b in pairs)
+        if not still:
             notes.append(
-                f"{', '.join(same)} take the same arguments, so their argument-built probes "
-                "are identical and one margin is necessarily ≤ 0; `--probe name+arguments` "
-                "adds each tool's name to the probe"
-                if ctx.settings.probe == "arguments"
-                else f"{', '.join(same)} get the same probe: only their names' words differ"
+                f"{names} take the same arguments; each pair was compared with probes "
+                f"that add {_RUNG_WORDS[rung]}"
+            )
+        elif ctx.settings.probe == "arguments":
+            notes.append(
+                f"{names} take the same arguments, so the paper's argument-built probes are "
+                "identical and one margin is necessarily ≤ 0; the default "
+                "`--probe distinguishing` adds their names for such pairs"
+            )
+        else:
+            notes.append(
+                f"{names} get the same probe even with {_RUNG_WORDS[max(rung, 1)]}: one margin "
+                "is necessarily ≤ 0 and only their cards can separate them"
             )
     return notes
+
+
+def _tied_on(ctx: _Context, a: int, b: int, rung: int) -> bool:
+    return probe_key(ctx.tools[a].ladder[rung].text) == probe_key(ctx.tools[b].ladder[rung].text)
 
 
 def _comparison(ctx: _Context, clusters: Sequence[Cluster]) -> list[Grouping]:

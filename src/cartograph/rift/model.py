@@ -22,7 +22,12 @@ Risk = Literal["HIGH", "MEDIUM", "LOW", "UNRATED"]
 """UNRATED: Layer 1 found the cluster but margin analysis was switched off."""
 Linkage = Literal["complete", "average", "single"]
 Scope = Literal["within-server", "cross-server"]
-ProbeMode = Literal["arguments", "name+arguments"]
+ProbeMode = Literal["distinguishing", "arguments", "name+arguments"]
+"""Layer 2's probes: ``arguments`` is the paper's exact q_t = f(args(t));
+``distinguishing`` (default) is the same, except that a pair of tools whose
+arguments give the same probe is compared with probes that add their names
+(then their servers); ``name+arguments`` always adds the name."""
+DEFAULT_PROBE: Final = "distinguishing"
 RISK_ORDER: Final[dict[str, int]] = {"HIGH": 0, "MEDIUM": 1, "LOW": 2, "UNRATED": 3}
 
 
@@ -45,7 +50,7 @@ class RiftSettings(_Frozen):
     medium: float = Field(default=DEFAULT_MEDIUM_MARGIN)
     linkage: Linkage = DEFAULT_LINKAGE
     margin: bool = True
-    probe: ProbeMode = "arguments"
+    probe: ProbeMode = DEFAULT_PROBE
     cosine_tau: float = Field(default=DEFAULT_COSINE_TAU, gt=0.0, le=1.0)
     jaccard_j: float = Field(default=DEFAULT_JACCARD_J, ge=0.0, lt=1.0)
 
@@ -81,6 +86,9 @@ class Member(_Frozen):
     """The other member its synthetic query scores highest (``server/tool``)."""
     rank: int | None = None
     """Where the tool ranks for its own query among *all* tools (1 = first)."""
+    reprobed: tuple[str, ...] = ()
+    """Members whose arguments give the same probe as this tool's: each such pair
+    was compared with probes that add the tools' names (then servers)."""
     distinct: tuple[str, ...] = ()
     regenerate: bool = False
 
@@ -187,6 +195,7 @@ __all__ = [
     "DEFAULT_JACCARD_J",
     "DEFAULT_LINKAGE",
     "DEFAULT_MEDIUM_MARGIN",
+    "DEFAULT_PROBE",
     "DEFAULT_THETA_SIM",
     "RISK_ORDER",
     "Cluster",

@@ -6,6 +6,14 @@ look healthy). The arguments are what a task actually supplies: their names,
 descriptions, types and allowed values. A tool without arguments falls back
 to its own name split into words — still not card text.
 
+Arguments alone cannot identify a tool whose arguments another tool shares
+(``get_story(id)`` / ``get_story_with_comments(id)``): both get the same probe,
+so eq. 11 forces one of the two margins to be ≤ 0 whatever their cards say.
+:func:`probe_ladder` therefore returns the probes to try in order; Layer 2
+compares a pair with the first rung on which the two tools' probes differ —
+arguments, then the tool's name in words, then the server's — so the probe
+only ever gains the least identifying fact that separates the pair.
+
 Argument descriptions come from the served schema, i.e. from the publisher.
 They are only embedded as a transient probe, but they are sanitised anyway
 (control and zero-width characters, URLs and markup dropped, lengths capped)
@@ -20,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from cartograph.rift.tokens import split_identifier
+from cartograph.rift.model import ProbeMode
+from cartograph.rift.tokens import split_identifier, token_key, words
 
 MAX_ARGUMENTS: Final = 6
 MAX_DESCRIPTION_WORDS: Final = 14
@@ -37,7 +46,7 @@ _SENTENCE_END: Final = re.compile(r"(?<=[.!?。])\s")
 @dataclass(frozen=True)
 class Probe:
     text: str
-    source: Literal["arguments", "name"]
+    source: Literal["arguments", "name", "name+arguments", "server+name+arguments"]
 
 
 def clean(text: str) -> str:
@@ -60,14 +69,46 @@ def probe_for(tool_name: str, input_schema: Mapping[str, Any], *, with_name: boo
     wants done, and two tools that take the same arguments otherwise get the
     same probe, so one of their margins is ≤ 0 whatever their cards say.
     """
-    phrases = [_argument_phrase(name, spec) for name, spec in _ordered_arguments(input_schema)]
-    phrases = [p for p in phrases if p]
-    if not phrases:
+    text = _arguments_text(input_schema)
+    if not text:
         return Probe(text=name_words(tool_name), source="name")
-    text = "; ".join(phrases)
     if with_name:
-        text = f"{name_words(tool_name)}: {text}"
-    return Probe(text=text[:MAX_QUERY_CHARS], source="arguments")
+        return Probe(text=_cap(f"{name_words(tool_name)}: {text}"), source="name+arguments")
+    return Probe(text=_cap(text), source="arguments")
+
+
+def probe_ladder(
+    server: str, tool_name: str, input_schema: Mapping[str, Any], mode: ProbeMode
+) -> tuple[Probe, ...]:
+    """The probes Layer 2 may use for one tool, least identifying first.
+
+    ``arguments`` and ``name+arguments`` are single fixed probes (the paper's
+    configuration and its named variant); ``distinguishing`` is the paper's
+    argument probe followed by the fallbacks used only for rivals it ties with.
+    """
+    if mode == "arguments":
+        return (probe_for(tool_name, input_schema),)
+    named = probe_for(tool_name, input_schema, with_name=True)
+    if mode == "name+arguments":
+        return (named,)
+    served = Probe(
+        text=_cap(f"{name_words(clean(server))} {named.text}"), source="server+name+arguments"
+    )
+    return (probe_for(tool_name, input_schema), named, served)
+
+
+def probe_key(text: str) -> tuple[str, ...]:
+    """What makes two probes the same task: their content words, case and plurals folded."""
+    return tuple(token_key(w) for w in words(text))
+
+
+def _arguments_text(input_schema: Mapping[str, Any]) -> str:
+    phrases = [_argument_phrase(name, spec) for name, spec in _ordered_arguments(input_schema)]
+    return "; ".join(p for p in phrases if p)
+
+
+def _cap(text: str) -> str:
+    return text[:MAX_QUERY_CHARS]
 
 
 def _ordered_arguments(schema: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -126,4 +167,4 @@ def _enum_values(spec: Mapping[str, Any]) -> list[str]:
     return [v for v in shown if v]
 
 
-__all__ = ["Probe", "clean", "name_words", "probe_for"]
+__all__ = ["Probe", "clean", "name_words", "probe_for", "probe_key", "probe_ladder"]
