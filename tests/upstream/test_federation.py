@@ -10,6 +10,7 @@ import pytest
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
 from cartograph.catalog.snapshot import save_catalog
 from cartograph.config.model import Config, ServerConfig
+from cartograph.errors import NameCollisionError
 from cartograph.upstream.federation import (
     ServerReport,
     connect_federation,
@@ -150,3 +151,31 @@ async def test_load_catalog_for_connects_lists_and_closes_without_a_snapshot() -
     config = Config(servers=(stdio("exits", EXITS_AT_START),))
     catalog = await load_catalog_for(config, None)
     assert catalog.servers == ()
+
+
+@pytest.mark.promise("P-NAME-1")
+@pytest.mark.parametrize(
+    ("servers", "both"),
+    [
+        (
+            (ServerDef(name="s", tools=(ToolDef(name="get_file"), ToolDef(name="getFile"))),),
+            ("'get_file'", "'getFile'"),
+        ),
+        (
+            (ServerDef(name="my-server"), ServerDef(name="my_server")),
+            ("'my-server'", "'my_server'"),
+        ),
+        ((ServerDef(name="s", tools=(ToolDef(name="Discover"),)),), ("'Discover'", "'discover'")),
+    ],
+    ids=["tools", "servers", "proxy-tool"],
+)
+async def test_a_snapshot_with_colliding_names_is_refused_naming_the_file_and_both_sources(
+    tmp_path: Path, servers: tuple[ServerDef, ...], both: tuple[str, str]
+) -> None:
+    path = tmp_path / "catalog.json"
+    save_catalog(Catalog(servers=servers), path)
+    with pytest.raises(NameCollisionError) as refused:
+        await load_catalog_for(Config(), path)
+    assert refused.value.code in {"name_collision", "name_reserved"}
+    assert str(path) in refused.value.message
+    assert all(name in refused.value.message for name in both)

@@ -11,6 +11,7 @@ from cartograph.upstream.federation import (
     ServerReport,
     connect_federation,
     load_catalog_for,
+    load_snapshot,
 )
 from cartograph.upstream.session import UpstreamSession
 
@@ -20,4 +21,5 @@ __all__ = [
     "UpstreamSession",
     "connect_federation",
     "load_catalog_for",
+    "load_snapshot",
 ]

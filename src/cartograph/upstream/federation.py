@@ -19,8 +19,13 @@ import anyio
 from cartograph.catalog.model import Catalog, ServerDef
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.config.model import Config, ServerConfig
-from cartograph.errors import CartographError, UpstreamError, UpstreamTimeout
-from cartograph.upstream.names import check_tool_names
+from cartograph.errors import (
+    CartographError,
+    NameCollisionError,
+    UpstreamError,
+    UpstreamTimeout,
+)
+from cartograph.upstream.names import check_catalog_names, check_tool_names
 from cartograph.upstream.session import UpstreamSession
 
 Status = Literal["connected", "failed", "disabled"]
@@ -160,6 +165,20 @@ def _timeout(cfg: ServerConfig) -> UpstreamError:
     )
 
 
+def load_snapshot(path: Path) -> Catalog:
+    """A ``catalog.json`` that stands in for the live federation, name-checked like one.
+
+    A live server whose names collide is rejected on its own; a snapshot has no
+    per-server report to carry that, so the whole file is refused (P-NAME-1).
+    """
+    catalog = load_catalog(path)
+    try:
+        check_catalog_names(catalog)
+    except NameCollisionError as exc:
+        raise NameCollisionError(f"{path}: {exc.message}", code=exc.code, **exc.details) from None
+    return catalog
+
+
 async def load_catalog_for(
     config: Config,
     catalog_path: Path | None = None,
@@ -174,7 +193,7 @@ async def load_catalog_for(
     """
     snapshot = catalog_path or config.catalog
     if snapshot is not None:
-        return load_catalog(snapshot)
+        return load_snapshot(snapshot)
     result = await connect_federation(config, progress=progress)
     try:
         return result.catalog
