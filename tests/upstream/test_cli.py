@@ -70,3 +70,21 @@ def test_tools_from_a_catalog_snapshot_needs_no_live_server(tmp_path: Path) -> N
             "inputSchema": {"type": "object", "properties": {}},
         }
     ]
+
+
+def test_snapshot_names_each_server_it_left_out_on_stderr(tmp_path: Path) -> None:
+    out = tmp_path / "catalog.json"
+    args = ["snapshot", "--config", str(_config(tmp_path)), "--out", str(out), "--json"]
+    result = runner.invoke(build_app(), args)
+    assert result.exit_code == 0, result.output
+    assert "upstream_command_not_found" in result.stderr
+    assert "'broken'" in result.stderr
+    assert json.loads(result.stdout)["servers"] == 1
+
+
+def test_tools_for_one_server_starts_only_that_server(tmp_path: Path) -> None:
+    args = ["tools", "--config", str(_config(tmp_path)), "--server", "scripted", "--json"]
+    result = runner.invoke(build_app(), args)
+    assert result.exit_code == 0, result.output
+    assert "broken" not in result.stderr  # never started, so never reported as skipped
+    assert {t["server"] for t in json.loads(result.stdout)} == {"scripted"}

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import anyio
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -159,15 +158,15 @@ def bootstrap(
     from cartograph.cards.overrides import load_overrides
     from cartograph.cards.store import CardStore, key_path, trust_path
     from cartograph.cards.trust import load_trust
-    from cartograph.catalog.model import Catalog
-    from cartograph.upstream.federation import load_catalog_for
+    from cartograph.cli.federation import federation_catalog, only_servers
 
     cfg = _config(config, state_dir)
     key = load_private_key(key_path(cfg))
-    started = time.perf_counter()
-    federation: Catalog = anyio.run(load_catalog_for, cfg, catalog)
-    connected = time.perf_counter()
     only = set(server) if server else None
+    live = cfg if only is None or catalog or cfg.catalog else only_servers(cfg, only)
+    started = time.perf_counter()
+    federation = federation_catalog(live, catalog)
+    connected = time.perf_counter()
     if only is not None:
         unknown = sorted(only - {s.name for s in federation.servers})
         if unknown:
@@ -322,11 +321,11 @@ def cards_diff(
     from cartograph.cards.drift import check_drift
     from cartograph.cards.store import CardStore, trust_path
     from cartograph.cards.trust import load_trust
-    from cartograph.upstream.federation import load_catalog_for
+    from cartograph.cli.federation import federation_catalog
 
     cfg = _config(config, state_dir)
     report = CardStore(cfg.state_dir).load(load_trust(trust_path(cfg)))
-    federation = anyio.run(load_catalog_for, cfg, catalog)
+    federation = federation_catalog(cfg, catalog)
     drift = check_drift(report.verified, federation)
     problems = [e for e in drift if e.status != "ok"]
     rows = [[e.server, e.tool, e.status, ", ".join(e.changed)] for e in problems]

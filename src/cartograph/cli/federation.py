@@ -10,23 +10,31 @@ in :mod:`cartograph.cli.demo` and reuses :func:`connect_live` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Final
 
 import anyio
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cartograph.catalog.model import Catalog
-from cartograph.catalog.snapshot import load_catalog, save_catalog
+from cartograph.catalog.snapshot import save_catalog
 from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout
 from cartograph.config.loader import load_config
 from cartograph.config.model import Config
-from cartograph.errors import CartographError
-from cartograph.upstream.federation import FederationResult, ServerReport, connect_federation
+from cartograph.errors import ConfigError
+from cartograph.upstream.federation import (
+    FederationResult,
+    ServerReport,
+    connect_federation,
+    load_catalog_for,
+    load_snapshot,
+)
 
 DESCRIPTION_WIDTH: Final = 80
 
@@ -62,19 +70,41 @@ async def connect_live(config: Config) -> FederationResult:
 
 
 def federation_catalog(config: Config, catalog: Path | None) -> Catalog:
-    """The catalog a command should use: ``--catalog``, ``config.catalog``, else live servers."""
+    """The catalog a command should use: ``--catalog``, ``config.catalog``, else live servers.
+
+    Live servers connect under a progress bar; each one that fails is named on
+    stderr, because it is simply absent from the catalog (and so from a
+    snapshot or a bootstrap) otherwise.
+    """
     snapshot = catalog or config.catalog
     if snapshot is not None:
-        return load_catalog(snapshot)
+        return load_snapshot(snapshot)
+    failed: list[ServerReport] = []
 
-    async def live() -> Catalog:
-        result = await connect_live(config)
-        try:
-            return result.catalog
-        finally:
-            await result.aclose()
+    def on_report(report: ServerReport) -> None:
+        advance(report)
+        if report.status == "failed":
+            failed.append(report)
 
-    return anyio.run(live)
+    with connect_progress(len(config.enabled_servers)) as advance:
+        found = anyio.run(partial(load_catalog_for, config, progress=on_report))
+    for report in failed:
+        stderr.print(f"[yellow]skipped[/] {escape(_error_text(report))}", highlight=False)
+    return found
+
+
+def only_servers(config: Config, names: Iterable[str]) -> Config:
+    """``config`` narrowed to the ``--server`` names, so nothing else is started."""
+    wanted = set(names)
+    unknown = sorted(wanted - {s.name for s in config.servers})
+    if unknown:
+        raise ConfigError(
+            f"--server {', '.join(unknown)}: no such server in {config.source}",
+            code="unknown_server",
+        )
+    return config.model_copy(
+        update={"servers": tuple(s for s in config.servers if s.name in wanted)}
+    )
 
 
 # -- servers ---------------------------------------------------------------------------
@@ -145,8 +175,9 @@ def servers(
 ) -> None:
     """Connect to every upstream: transport, status, tool count, connect time, last error."""
     cfg = _config(config)
-    if catalog is not None or cfg.catalog is not None:
-        rows = _snapshot_reports(load_catalog(catalog or cfg.catalog))  # type: ignore[arg-type]
+    snapshot = catalog or cfg.catalog
+    if snapshot is not None:
+        rows = _snapshot_reports(load_snapshot(snapshot))
         if json_out:
             print_json({"servers": rows})
         else:
@@ -182,10 +213,7 @@ def tools(
     """List the federation's tools (live, or from --catalog)."""
     cfg = _config(config)
     if server is not None and catalog is None and cfg.catalog is None:
-        chosen = cfg.server(server)
-        if chosen is None:
-            raise CartographError(f"no server named {server!r} in {cfg.source}", code="no_server")
-        cfg = cfg.model_copy(update={"servers": (chosen,)})
+        cfg = only_servers(cfg, [server])
     cat = federation_catalog(cfg, catalog)
     rows = [(s.name, t) for s in cat.servers if server is None or s.name == server for t in s.tools]
     if json_out:
