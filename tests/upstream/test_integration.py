@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cartograph.config.loader import load_config
-from cartograph.config.model import ServerConfig
+from cartograph.config.model import ServerConfig, Transport
 from cartograph.upstream.loopback import everything_available, everything_over_http
 from cartograph.upstream.session import UpstreamSession
 
@@ -66,7 +66,7 @@ async def test_each_demo_server_lists_its_tools_over_stdio(cfg: ServerConfig) ->
 async def test_server_everything_over_loopback_http_lists_and_echoes(mode: str) -> None:
     if not everything_available(DEMO):
         pytest.skip("server-everything is not installed; run scripts/setup")
-    transport = "streamable-http" if mode == "streamableHttp" else "sse"
+    transport: Transport = "streamable-http" if mode == "streamableHttp" else "sse"
     path = "/mcp" if mode == "streamableHttp" else "/sse"
     async with everything_over_http(DEMO, mode=mode, export=False) as port:  # type: ignore[arg-type]
         cfg = ServerConfig(
