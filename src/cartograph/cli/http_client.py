@@ -30,10 +30,12 @@ from cartograph.server.clients import (
     container_key,
     default_path,
     entry_for,
+    env_reference,
     install_entries,
 )
 
 PROJECT_FILE: Final = ".cartograph-client.json"
+DEFAULT_TOKEN_ENV: Final = "CARTOGRAPH_TOKEN"  # noqa: S105 - a variable name, not a secret
 HEALTH_TIMEOUT: Final = 10.0
 DEFAULT_ENTRY: Final = "cartograph"
 
@@ -46,6 +48,7 @@ class ServerShape:
     routed_path: str | None
     catalogs: tuple[str, ...]
     catalog_paths: dict[str, str] = field(default_factory=dict)
+    auth: bool = False
 
     @classmethod
     def from_health(cls, doc: dict[str, Any]) -> ServerShape:
@@ -57,6 +60,7 @@ class ServerShape:
             routed_path=str(doc["routed_path"]) if routed else None,
             catalogs=tuple(paths),
             catalog_paths=paths,
+            auth=doc.get("auth") == "bearer",
         )
 
 
@@ -72,6 +76,13 @@ class ProjectRecord:
     server_routed_path: str | None
     catalogs: list[str]
     entries: dict[str, str]
+    # Set when the server requires a bearer token: the variable each entry's
+    # Authorization header names (the token's value is never written).
+    token_env: str | None = None
+
+    def spec(self, url: str) -> ServerSpec:
+        """The client entry for ``url``: with an Authorization placeholder when auth is on."""
+        return http_spec(self.client, url, self.token_env)
 
     def save(self, path: Path) -> None:
         atomic_write_text(path, json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
@@ -112,6 +123,13 @@ def fetch_health(url: str, *, token: str | None = None) -> dict[str, Any]:
     return doc
 
 
+def http_spec(client: str, url: str, token_env: str | None) -> ServerSpec:
+    """An HTTP entry; with ``token_env``, an ``Authorization`` header that names the variable."""
+    if token_env is None:
+        return ServerSpec.http(url)
+    return ServerSpec.http(url, {"Authorization": f"Bearer {env_reference(client, token_env)}"})
+
+
 def expected_entries(url: str, entry: str, shape: ServerShape) -> dict[str, str]:
     """Client entry name → endpoint URL: one for a routed server, else one per catalog."""
     base = url.rstrip("/")
@@ -136,14 +154,23 @@ def connect_http(
     target: Path | None = None,
     project_file: Path | None = None,
     token: str | None = None,
+    token_env: str | None = None,
 ) -> ProjectRecord:
-    """Write the entries ``/health`` calls for, drop ones an earlier shape left behind."""
+    """Write the entries ``/health`` calls for, drop ones an earlier shape left behind.
+
+    Against a server that requires auth, each entry carries an
+    ``Authorization: Bearer`` header naming ``token_env`` (default
+    :data:`DEFAULT_TOKEN_ENV`) for the client to expand: without it the
+    client's every request would be refused with 401.
+    """
     shape = ServerShape.from_health(fetch_health(url, token=token))
     wanted = expected_entries(url, entry, shape)
     config_path = target or default_path(client)
     project = project_file or Path(PROJECT_FILE)
     previous = ProjectRecord.load(project).entries if project.exists() else {}
-    install_entries(client, {n: ServerSpec.http(u) for n, u in wanted.items()}, path=config_path)
+    variable = (token_env or DEFAULT_TOKEN_ENV) if shape.auth else None
+    specs = {n: http_spec(client, u, variable) for n, u in wanted.items()}
+    install_entries(client, specs, path=config_path)
     _remove_entries(client, config_path, set(previous) - set(wanted))
     record = ProjectRecord(
         url=url.rstrip("/"),
@@ -154,6 +181,7 @@ def connect_http(
         server_routed_path=shape.routed_path,
         catalogs=list(shape.catalogs),
         entries=wanted,
+        token_env=variable,
     )
     record.save(project)
     return record
@@ -190,7 +218,7 @@ def doctor_findings(record: ProjectRecord) -> list[Finding]:
     for name, url in wanted.items():
         if name not in present:
             findings.append(Finding(name, "missing", f"expected {url}"))
-        elif present[name] != entry_for(record.client, ServerSpec.http(url)):
+        elif present[name] != entry_for(record.client, record.spec(url)):
             findings.append(Finding(name, "stale", f"expected {url}, found {present[name]}"))
         else:
             findings.append(Finding(name, "ok", url))
@@ -279,7 +307,9 @@ def connect_http_command(
     url: str, client: str, *, name: str, target: Path | None, token_env: str | None
 ) -> None:
     """What ``cartograph connect --url`` runs (the gateway's ``connect`` delegates here)."""
-    record = connect_http(url, client, entry=name, target=target, token=_token(token_env))
+    record = connect_http(
+        url, client, entry=name, target=target, token=_token(token_env), token_env=token_env
+    )
     shape = (
         f"routed ({record.server_routed_path}): one entry"
         if record.server_routed_path
@@ -287,3 +317,9 @@ def connect_http_command(
     )
     stdout.print(f"wrote {', '.join(record.entries)} to {record.client_config} [{shape}]")
     stdout.print(f"recorded the server's shape in {PROJECT_FILE}", highlight=False)
+    if record.token_env is not None:
+        stdout.print(
+            f"the server requires a bearer token: the entries send `Authorization: Bearer "
+            f"${record.token_env}`; set {record.token_env} where {record.client} runs",
+            highlight=False,
+        )

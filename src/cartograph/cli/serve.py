@@ -251,7 +251,11 @@ def connect(
         typer.Option("--url", help="A running `serve --http` server: entries follow its /health."),
     ] = None,
     token_env: Annotated[
-        str | None, typer.Option("--token-env", help="With --url: env var with a bearer token.")
+        str | None,
+        typer.Option(
+            "--token-env",
+            help="With --url: env var with a bearer token; entries name it in their header.",
+        ),
     ] = None,
 ) -> None:
     """Add (or print) this proxy's MCP entry in a client's config, keeping a backup."""

@@ -29,6 +29,7 @@ class ServerSpec:
     command: str | None = None
     args: tuple[str, ...] = ()
     url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def stdio_for(cls, config_file: Path) -> ServerSpec:
@@ -39,8 +40,8 @@ class ServerSpec:
         )
 
     @classmethod
-    def http(cls, url: str) -> ServerSpec:
-        return cls(url=url)
+    def http(cls, url: str, headers: dict[str, str] | None = None) -> ServerSpec:
+        return cls(url=url, headers=tuple(sorted((headers or {}).items())))
 
 
 @dataclass(frozen=True)
@@ -72,13 +73,27 @@ def default_path(client: str, *, home: Path | None = None, cwd: Path | None = No
     return cwd / ".vscode/mcp.json"
 
 
+def env_reference(client: str, variable: str) -> str:
+    """How ``client``'s config file refers to an environment variable.
+
+    Client entries must never hold a secret's value; they name the variable
+    and each client expands it when it starts the connection.
+    """
+    if _checked(client) in ("vscode", "cursor"):
+        return f"${{env:{variable}}}"
+    return f"${{{variable}}}"
+
+
 def entry_for(client: str, spec: ServerSpec) -> dict[str, Any]:
     """One server entry in ``client``'s dialect."""
     client = _checked(client)
     if spec.url is not None:
+        entry_http: dict[str, Any] = {"url": spec.url}
         if client in ("vscode", "claude-code"):
-            return {"type": "http", "url": spec.url}
-        return {"url": spec.url}
+            entry_http = {"type": "http", **entry_http}
+        if spec.headers:
+            entry_http["headers"] = dict(spec.headers)
+        return entry_http
     entry: dict[str, Any] = {"command": spec.command, "args": list(spec.args)}
     if client in ("vscode", "claude-code"):
         entry = {"type": "stdio", **entry}
