@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from cartograph.cli.http_client import PROJECT_FILE
+from cartograph.cli.http_client import DEFAULT_TOKEN_ENV, PROJECT_FILE
 from cartograph.cli.main import build_app
+from cartograph.config.model import HttpConfig, TokenConfig
 from cartograph.errors import ConfigError
-from tests.http.support import assemble, serving
+from cartograph.server.auth import TokenAuthority
+from tests.http.support import INIT_BODY, MCP_HEADERS, assemble, http_client, serving
 
 THREE = ("alpha", "beta", "gamma")
 runner = CliRunner()
@@ -103,3 +106,79 @@ def test_doctor_without_a_project_file_says_to_connect_first(
     result = runner.invoke(build_app(), ["doctor"])
     assert isinstance(result.exception, ConfigError)
     assert result.exception.code == "no_client_project"
+
+
+ALICE = "token-for-alice-0123456789abcdef"
+
+
+def _auth_server(*, routed: bool) -> Any:
+    http = HttpConfig(tokens=(TokenConfig(principal="alice", token_env="ALICE_TOKEN"),))
+    authority = TokenAuthority.from_config(http, {"ALICE_TOKEN": ALICE})
+    return assemble(THREE, routed=routed, authority=authority).app
+
+
+@pytest.mark.parametrize("routed", [False, True], ids=["per-catalog", "routed"])
+def test_connect_to_a_server_that_requires_auth_writes_a_bearer_placeholder_never_the_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, routed: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ALICE_TOKEN", ALICE)
+    client_file = tmp_path / ".mcp.json"
+    with serving(_auth_server(routed=routed)) as base:
+        code, out = _cli(*_connect(base, client_file), "--token-env", "ALICE_TOKEN")
+        assert code == 0, out
+        assert "ALICE_TOKEN" in out
+        entries = _entries(client_file)
+        assert entries  # one routed entry, or one per catalog
+        for entry in entries.values():
+            assert entry["headers"] == {"Authorization": "Bearer ${ALICE_TOKEN}"}
+        for written in (client_file, tmp_path / PROJECT_FILE):
+            assert ALICE not in written.read_text()
+        assert _cli("doctor")[0] == 0
+
+        # the entry, expanded the way the client expands it, is accepted; without it, 401
+        name, entry = sorted(entries.items())[0]
+        header = entry["headers"]["Authorization"].replace("${ALICE_TOKEN}", ALICE)
+        with http_client(base) as http:
+            path = entry["url"].removeprefix(base)
+            refused = http.post(path, json=INIT_BODY, headers=MCP_HEADERS)
+            accepted = http.post(
+                path, json=INIT_BODY, headers={**MCP_HEADERS, "Authorization": header}
+            )
+        assert refused.status_code == 401
+        assert accepted.status_code == 200, accepted.text
+
+        # an entry that lost its header is stale: doctor says so
+        entries[name] = {k: v for k, v in entry.items() if k != "headers"}
+        client_file.write_text(json.dumps({"mcpServers": entries}))
+        code, out = _cli("doctor", "--json")
+        assert code == 1
+        assert {f["entry"]: f["problem"] for f in json.loads(out)}[name] == "stale"
+
+
+def test_connect_without_a_token_env_names_the_default_variable_in_the_client_dialect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    client_file = tmp_path / ".vscode" / "mcp.json"
+    with serving(_auth_server(routed=True)) as base:
+        code, out = _cli(
+            "connect", "--url", base, "--client", "vscode", "--target", str(client_file)
+        )
+        assert code == 0, out
+    entry = json.loads(client_file.read_text())["servers"]["cartograph"]
+    assert entry == {
+        "type": "http",
+        "url": f"{base}/mcp/routed",
+        "headers": {"Authorization": f"Bearer ${{env:{DEFAULT_TOKEN_ENV}}}"},
+    }
+
+
+def test_connect_to_a_server_without_auth_writes_no_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    client_file = tmp_path / ".mcp.json"
+    with serving(assemble(THREE, routed=True).app) as base:
+        assert _cli(*_connect(base, client_file), "--token-env", "ANY")[0] == 0
+    assert "headers" not in _entries(client_file)["cartograph"]
