@@ -173,19 +173,34 @@ async def test_routed_policy_refusals_name_the_catalog_and_the_config_key(
 async def test_a_principal_scoped_to_alpha_cannot_reach_beta_through_either_mount(
     served: tuple[ServedApp, str],
 ) -> None:
-    _, base = served
+    app, base = served
+    echo = {"server": "echo", "tool": "echo", "arguments": {"message": "x"}}
     with http_client(base, SCOPED) as http:
         own_endpoint = http.post("/mcp/beta", **modern_request("tools/list"))
+        direct = {
+            tool: http.post("/mcp/beta", **modern_request("tools/call", {"name": tool, **args}))
+            for tool, args in (
+                ("beta_discover", {"arguments": {"task": "echo"}}),
+                ("beta_status", {"arguments": {}}),
+                ("beta_call", {"arguments": echo}),
+            )
+        }
     async with mcp_client(f"{base}/mcp/routed", token=SCOPED) as client:
         listed = sorted(t.name for t in (await client.list_tools()).tools)
         status_b = await client.call_tool("status", {"catalog": "beta"})
         discover_b = await client.call_tool("discover", {"catalog": "beta", "task": "echo"})
+        call_b = await client.call_tool("call", {"catalog": "beta", **echo})  # beta hides call
+        call_g = await client.call_tool("call", {"catalog": "gamma", **echo})  # gamma exposes it
         status_a = await client.call_tool("status", {"catalog": "alpha"})
     assert own_endpoint.status_code == 403
+    assert {tool: r.status_code for tool, r in direct.items()} == dict.fromkeys(direct, 403)
     assert listed == ["call", "discover", "status"]
     assert error_code(status_b) == "catalog_forbidden"
     assert error_code(discover_b) == "catalog_forbidden"
+    assert error_code(call_b) in {"catalog_forbidden", "tool_not_exposed"}
+    assert error_code(call_g) == "catalog_forbidden"
     assert not status_a.is_error
+    assert not [r for r in _audits(app) if r.catalog != "alpha" and r.outcome == "ok"]
 
 
 @pytest.mark.promise("P-AUTH-1")
