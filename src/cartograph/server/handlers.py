@@ -111,6 +111,10 @@ class ProxyHandlers:
             parts.append(f"`{names[STATUS]}` shows health and withheld tools.")
         return " ".join(parts)
 
+    def _bare_name(self, name: str) -> str:
+        prefix = self.tool_prefix or ""
+        return name[len(prefix) :] if prefix and name.startswith(prefix) else name
+
     def _proxy_name(self, name: str) -> str | None:
         prefix = self.tool_prefix or ""
         if not name.startswith(prefix):
@@ -157,6 +161,10 @@ class ProxyHandlers:
         progress: ProgressFnT | None,
         record: _Pending,
     ) -> CallToolResult:
+        # Authorize before anything else: a principal outside this catalog must not
+        # learn which tools its policy exposes (the refusal would differ otherwise).
+        if self.authorize is not None:
+            self.authorize(principal, self.catalog, self._bare_name(name))
         bare = self._proxy_name(name)
         if bare is None:
             raise UnknownToolError(
@@ -165,8 +173,6 @@ class ProxyHandlers:
                 code="unknown_proxy_tool",
             )
         record.proxy_tool = bare
-        if self.authorize is not None:
-            self.authorize(principal, self.catalog, bare)
         if bare == DISCOVER:
             return self._discover(arguments)
         if bare == STATUS:
