@@ -7,13 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROMISED
+from tests.conftest import COLLECTED_FILES, PROMISED
 
-MANIFEST = Path(__file__).parent / "promises.txt"
+TESTS = Path(__file__).parent
+MANIFEST = TESTS / "promises.txt"
 
 
 def _promise_ids() -> list[str]:
     return re.findall(r"^(P-[A-Z]+-\d+)\b", MANIFEST.read_text(encoding="utf-8"), re.M)
+
+
+def _whole_suite_collected() -> bool:
+    every_file = {
+        p.resolve() for p in TESTS.rglob("test_*.py") if "def test_" in p.read_text("utf-8")
+    }
+    return every_file <= COLLECTED_FILES
 
 
 def test_manifest_lists_promises() -> None:
@@ -22,4 +30,6 @@ def test_manifest_lists_promises() -> None:
 
 @pytest.mark.parametrize("promise_id", _promise_ids())
 def test_every_promise_has_a_test(promise_id: str) -> None:
+    if not _whole_suite_collected():
+        pytest.skip("only part of the suite was collected; the manifest needs all of it")
     assert promise_id in PROMISED, f"no test is marked @pytest.mark.promise({promise_id!r})"
