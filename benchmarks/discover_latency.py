@@ -121,8 +121,12 @@ def prepare(scale: str, state_dir: Path) -> dict[str, Any]:
             + 0.05 * jitter.standard_normal(384).astype(np.float32)
         )
         table[e.text] = v / np.linalg.norm(v)
+        # The name view ("<server>: <tool name>") is the tool's action and object.
+        n = unit_vectors[p.verb] + 1.5 * unit_vectors[p.obj] + 0.5 * unit_vectors[p.domain]
+        table.setdefault(e.name_text, n / np.linalg.norm(n))
     cache = EmbeddingCache(state_dir)
-    cache.embed_cached(_TableEmbedder(model.model_id, table), [e.text for e in entries])
+    texts = [e.text for e in entries] + [e.name_text for e in entries]
+    cache.embed_cached(_TableEmbedder(model.model_id, table), texts)
     return {"prepared": len(entries), "units": len(units), "s": time.perf_counter() - started}
 
 

@@ -52,13 +52,22 @@ class IndexEntry:
         "(optional)", a leading restatement of the name) are dropped because
         every card has them, so they only pull all vectors together.
         """
-        head = f"{self.server_title}: {self.name}" if self.server_title else self.name
         parts = (
-            head,
+            self.name_text,
             plain_description(self.description, self.name),
             plain_arguments(self.arguments),
         )
         return ". ".join(p for p in parts if p)
+
+    @property
+    def name_text(self) -> str:
+        """The tool's identity alone, ``"<server>: <tool name>"``: its second dense view.
+
+        A task's step is often a short phrase ("save it as markdown") that
+        matches what a tool *is* better than a long description of it; the
+        tool's vector is the normalised sum of this view and :attr:`text`.
+        """
+        return f"{self.server_title}: {self.name}" if self.server_title else self.name
 
 
 # Sentences the template generator writes into every card: structure, not meaning.

@@ -90,7 +90,9 @@ class ToolIndex:
         progress: ProgressCallback | None = None,
     ) -> ToolIndex:
         """Index prepared entries. Serving code calls :meth:`build`; this is for eval."""
-        vectors = _embed([e.text for e in entries], embedder, cache, progress)
+        texts = [e.text for e in entries] + [e.name_text for e in entries]
+        both = _embed(texts, embedder, cache, progress)
+        vectors = tool_vectors(both[: len(entries)], both[len(entries) :])
         return cls(build_corpus(entries, embedder, vectors), default_method=default_method)
 
     @property
@@ -133,6 +135,20 @@ class ToolIndex:
             Hit(server=entries[i].server, tool=entries[i].tool, score=round(score, 6))
             for i, score in self.rank(task, k, method=method)
         ]
+
+
+def tool_vectors(text_vectors: Vectors, name_vectors: Vectors) -> Vectors:
+    """Each tool's vector: the normalised sum of its full-text and name views.
+
+    One vector per tool (no extra memory or query cost) that is close to a
+    task phrased like the tool's description *or* like its name. Measured on
+    LiveMCPBench: flat dense R@5 0.392 -> 0.423, MRR 0.485 -> 0.530; hybrid
+    held out 0.434 -> 0.445 (docs/retrieval.md).
+    """
+    summed = text_vectors.astype(np.float32) + name_vectors.astype(np.float32)
+    norms = np.linalg.norm(summed, axis=1, keepdims=True)
+    out: Vectors = (summed / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
+    return out
 
 
 def _embed(

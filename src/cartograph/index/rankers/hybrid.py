@@ -41,12 +41,12 @@ Matrix = npt.NDArray[np.float64]
 class HybridParams:
     """The hybrid's free parameters (named defaults; see module docstring)."""
 
-    name_weight: float = 0.5
+    name_weight: float = 0.0
     arguments_weight: float = 0.0
     dense_weight: float = 0.65
     server_weight: float = 0.4
     server_dense_share: float = 0.5
-    step_weight: float = 1.0
+    step_weight: float = 2.0
     coverage: float = 0.0
     relative_units: float = 1.0
 
