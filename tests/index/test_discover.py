@@ -173,3 +173,19 @@ def test_each_signed_field_tampered_after_indexing_stops_discover_serving_the_ca
     with pytest.raises(SignatureError) as err:
         discover(index, cards, "read a text file from disk", k=1, threshold=0.0)
     assert err.value.code == "card_not_intact"
+
+
+def test_signature_writes_plain_string_enums_bare_and_anything_ambiguous_as_json() -> None:
+    from cartograph.index.schema_compact import schema_signature
+
+    plain = {"type": "object", "properties": {"region": {"enum": ["KR", "EU_W", "na-1"]}}}
+    assert schema_signature(plain) == "region: KR|EU_W|na-1"
+    for values, shown in (
+        (["a", "null"], '"a"|"null"'),
+        (["1", "2"], '"1"|"2"'),
+        (["a b", "c"], '"a b"|"c"'),
+        ([1, 2], "1|2"),
+        (["string", "x"], '"string"|"x"'),
+    ):
+        schema = {"type": "object", "properties": {"v": {"enum": values}}}
+        assert schema_signature(schema) == f"v: {shown}", values

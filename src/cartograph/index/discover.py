@@ -33,7 +33,7 @@ from cartograph.index.tool_index import ToolIndex
 
 DEFAULT_K: Final = 5
 # Calibrated on LiveMCPBench with the shipped MiniLM (docs/retrieval.md).
-DEFAULT_ABSTAIN_THRESHOLD: Final = 0.31
+DEFAULT_ABSTAIN_THRESHOLD: Final = 0.33
 ABSTAIN_SHOWN: Final = 3
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 ABSTAIN_HINT: Final = (

@@ -122,7 +122,7 @@ def _argument(name: str, spec: dict[str, Any], required: bool) -> str:
 
 def _type(spec: dict[str, Any]) -> str:
     if "enum" in spec and isinstance(spec["enum"], list):
-        return "|".join(_json(v) for v in spec["enum"])
+        return _enum(spec["enum"])
     if "const" in spec:
         return _json(spec["const"])
     for key in ("anyOf", "oneOf"):
@@ -138,6 +138,28 @@ def _type(spec: dict[str, Any]) -> str:
     if kind == "object" and isinstance(spec.get("properties"), dict):
         return "{" + schema_signature(spec) + "}"
     return str(kind)
+
+
+# A string enum value written bare cannot be mistaken for anything else when it
+# is a plain token that is not a JSON literal, a number or a type name.
+_BARE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]*")
+_NOT_BARE: Final = frozenset(
+    {"true", "false", "null", "string", "number", "integer", "boolean", "object", "array", "any"}
+)
+
+
+def _enum(values: list[Any]) -> str:
+    """``"a"|"b"`` as ``a|b`` when every value is a plain string token (half the tokens).
+
+    Long identifier enums (regions, item ids) are most of some schemas; the
+    quotes around each value cost a token apiece and say nothing. Any value
+    that is not a string, or could read as a literal or type, keeps JSON form.
+    """
+    if values and all(
+        isinstance(v, str) and _BARE.fullmatch(v) and v.lower() not in _NOT_BARE for v in values
+    ):
+        return "|".join(values)
+    return "|".join(_json(v) for v in values)
 
 
 def _json(value: Any) -> str:
