@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""What a serving process costs at 527, 10k and 100k tools: the operator's path.
+
+    python benchmarks/serving_scale.py [--scales livemcpbench,10000,100000]
+        [--src NAME=PATH ...] [--json]
+
+``discover_latency.py`` builds cards in the measured process (it holds the
+catalog, the generator's text and the signing key too); an operator's
+``cartograph serve`` does not. Here a *prepare* subprocess writes template
+cards, signed by a persisted key, into a card store on disk, plus a trust
+file and the embedding cache (composed vectors at 10k/100k, exactly as in
+``discover_latency.prepare``; real MiniLM vectors at 527). A *separate*
+measured subprocess then does only what ``serve`` does at start-up and per
+query:
+
+1. ``CardStore.load_verified(trust)``: read, parse, verify every card;
+2. ``ToolIndex.build(cards, minilm, cache=...)``: the index from the cache;
+3. ``discover()`` per method, query embedding included.
+
+It reports time per phase, RSS after each phase and the peak (``ru_maxrss``).
+
+``--src NAME=PATH`` (repeatable) runs the measured children against another
+checkout's ``src`` (e.g. a ``git worktree`` of an older commit), so before and
+after are measured side by side in one run on the same machine load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+DEFAULT_SCALES = "livemcpbench,10000,100000"
+DEFAULT_METHODS = "hybrid,two-stage,dense,bm25"
+TARGETS = {"livemcpbench": "p50 <= 5 ms", "100000": "p50 <= 25 ms, peak RSS <= 400 MB"}
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def rss_mb() -> float:
+    """Current resident set size (``VmRSS``), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+# --- prepare: a card store, a trust file and a warm embedding cache -------------
+
+
+def prepare(scale: str, state: Path) -> dict[str, Any]:
+    """Sign template cards into ``state``'s store and fill the embedding cache."""
+    from discover_latency import load_scale
+
+    from cartograph.cards.attest import build_body
+    from cartograph.cards.generators.template import TemplateGenerator
+    from cartograph.cards.keys import SigningKey
+    from cartograph.cards.signing import render_card, sign_card
+    from cartograph.cards.store import CardStore
+    from cartograph.cards.trust import TrustSet, save_trust
+    from cartograph.fsutil import atomic_write_bytes
+
+    started = time.perf_counter()
+    catalog, _, parts = load_scale(scale, 0)
+    generator = TemplateGenerator()
+    texts = generator.describe_all(catalog.servers)
+    key = SigningKey.generate()
+    store = CardStore(state)
+    store.root.mkdir(parents=True, exist_ok=True)
+    for server in catalog.servers:
+        body = build_body(server, texts[server.name], generator.info, version=1)
+        atomic_write_bytes(store.path_for(server.name), render_card(sign_card(body, key)))
+    trust = TrustSet.of(key.public)
+    save_trust(trust, state / "trust.toml")
+    store.load(trust)  # what the operator's first start does: verify, record versions
+    written = time.perf_counter()
+    del catalog, texts
+    _fill_cache(state, trust, parts)
+    return {"cards_s": round(written - started, 1), "s": round(time.perf_counter() - started, 1)}
+
+
+def _fill_cache(state: Path, trust: Any, parts: dict[Any, Any] | None) -> None:
+    """Build the index once so the cache holds every text the measured build asks for.
+
+    Real MiniLM vectors for LiveMCPBench; at 10k/100k vectors composed from
+    the tool's parts (as in ``discover_latency.prepare``), served under the
+    real model id, for whichever texts this checkout's index embeds.
+    """
+    from cartograph.cards.store import CardStore
+    from cartograph.index.cache import EmbeddingCache
+    from cartograph.index.embedders import get_embedder
+    from cartograph.index.entries import entries_from_cards
+    from cartograph.index.tool_index import ToolIndex
+
+    cards = CardStore(state).load_verified(trust)
+    model = get_embedder("minilm")
+    embedder: Any = model
+    if parts is not None:
+        embedder = _TableEmbedder(
+            model.model_id, _composed(model, entries_from_cards(cards), parts)
+        )
+    ToolIndex.build(cards, embedder, cache=EmbeddingCache(state))
+
+
+class _TableEmbedder:
+    """Serves precomputed vectors under the real model id, to fill the cache."""
+
+    def __init__(self, model_id: str, table: dict[str, Any]) -> None:
+        self.model_id = model_id
+        self.dim = 384
+        self._table = table
+
+    def embed(self, texts: Any) -> Any:
+        import numpy as np
+
+        return np.stack([self._table[t] for t in texts]).astype(np.float32)
+
+
+def _composed(model: Any, entries: Any, parts: dict[Any, Any]) -> dict[str, Any]:
+    import zlib
+
+    import numpy as np
+    from synthetic_catalog import DOMAINS, OBJECTS, QUALIFIERS, VERBS
+
+    units = sorted({*VERBS, *OBJECTS, *DOMAINS, *QUALIFIERS})
+    unit = dict(zip(units, model.embed(units), strict=True))
+    table: dict[str, Any] = {}
+    for e in entries:
+        p = parts[(e.server, e.tool)]
+        jitter = np.random.default_rng(zlib.crc32(f"{e.server}/{e.tool}".encode()))
+        noise = 0.05 * jitter.standard_normal(384).astype(np.float32)
+        v = unit[p.verb] + 1.5 * unit[p.obj] + 0.7 * unit[p.domain] + 0.3 * unit[p.qualifier]
+        table[e.text] = (v + noise) / np.linalg.norm(v + noise)
+        name_text = getattr(e, "name_text", None)  # a second, name-only view (newer indexes)
+        if name_text is not None:
+            n = unit[p.verb] + 1.5 * unit[p.obj] + 0.5 * unit[p.domain]
+            table.setdefault(name_text, n / np.linalg.norm(n))
+    return table
+
+
+# --- measure: what serve does ---------------------------------------------------
+
+
+def tasks_for(scale: str, count: int) -> list[str]:
+    from discover_latency import bench_dir
+    from synthetic_catalog import synthetic_queries
+
+    if scale != "livemcpbench":
+        return synthetic_queries(count)
+    from cartograph.eval.data import load_queries
+
+    return [q.query for q in load_queries(bench_dir() / "livemcpbench" / "queries.jsonl")][:count]
+
+
+def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[str, Any]:
+    from discover_latency import _time_discover
+
+    rss_start = rss_mb()
+    t0 = time.perf_counter()
+    from cartograph.cards.store import CardStore
+    from cartograph.cards.trust import load_trust
+    from cartograph.index.cache import EmbeddingCache
+    from cartograph.index.discover import discover
+    from cartograph.index.embedders import get_embedder
+    from cartograph.index.tool_index import ToolIndex
+
+    tasks = tasks_for(scale, queries)
+    rss_imported = rss_mb()
+    t1 = time.perf_counter()
+    cards = CardStore(state).load_verified(load_trust(state / "trust.toml"))
+    gc.collect()
+    t2 = time.perf_counter()
+    rss_cards = rss_mb()
+    cache = EmbeddingCache(state)
+    index = ToolIndex.build(cards, get_embedder("minilm"), cache=cache)
+    gc.collect()
+    t3 = time.perf_counter()
+    rss_index = rss_mb()
+    first = time.perf_counter()
+    discover(index, cards, tasks[0])  # loads the model: the cache served every tool
+    first_ms = (time.perf_counter() - first) * 1000
+    row: dict[str, Any] = {
+        "scale": scale,
+        "tools": index.size,
+        "servers": len(cards),
+        "queries": len(tasks),
+        "import_s": round(t1 - t0, 2),
+        "load_verify_s": round(t2 - t1, 2),
+        "index_build_s": round(t3 - t2, 2),
+        "embedded_now": cache.last.misses,
+        "first_query_ms": round(first_ms, 1),
+        "rss_start_mb": round(rss_start, 1),
+        "rss_imported_mb": round(rss_imported, 1),
+        "rss_cards_mb": round(rss_cards, 1),
+        "rss_index_mb": round(rss_index, 1),
+        "peak_rss_build_mb": round(peak_rss_mb(), 1),
+        "methods": {m: _time_discover(index, cards, tasks, m) for m in methods},
+    }
+    row["rss_end_mb"] = round(rss_mb(), 1)
+    row["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    return row
+
+
+# --- driver -----------------------------------------------------------------------
+
+
+def _child(args: list[str], src: Path | None = None) -> dict[str, Any]:
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, str(Path(__file__).resolve()), *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def run_all(
+    scales: list[str], root: Path, queries: int, methods: str, sources: dict[str, Path | None]
+) -> dict[str, Any]:
+    rows = []
+    for scale in scales:
+        for name, src in sources.items():
+            # Each source prepares its own store: card text may differ between versions.
+            state = root / name / scale
+            print(f"[{name}] preparing {scale} …", file=sys.stderr)
+            _child(["--prepare", scale, "--state-dir", str(state)], src)
+            print(f"[{name}] measuring {scale} …", file=sys.stderr)
+            args = ["--child", scale, "--state-dir", str(state), "--queries", str(queries)]
+            row = _child([*args, "--methods", methods], src)
+            rows.append({"source": name, **row})
+    load = os.getloadavg()
+    return {"cpus": os.cpu_count(), "loadavg": [round(x, 2) for x in load], "rows": rows}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        f"(cpus {result['cpus']}, load average {result['loadavg']}; targets {TARGETS})",
+        "",
+        "| source | scale | tools | load+verify s | index build s | RSS cards MB "
+        "| RSS index MB | peak RSS MB | method | p50 ms | p99 ms | CPU p50 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in result["rows"]:
+        for method, t in row["methods"].items():
+            lines.append(
+                f"| {row['source']} | {row['scale']} | {row['tools']} | {row['load_verify_s']} "
+                f"| {row['index_build_s']} | {row['rss_cards_mb']} | {row['rss_index_mb']} "
+                f"| {row['peak_rss_mb']} | {method} | {t['p50_ms']} | {t['p99_ms']} "
+                f"| {t['cpu_p50_ms']} |"
+            )
+    return "\n".join(lines)
+
+
+def _sources(specs: list[str]) -> dict[str, Path | None]:
+    if not specs:
+        return {"current": None}
+    out: dict[str, Path | None] = {}
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        out[name] = Path(path).resolve() if path else None
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--scales", default=DEFAULT_SCALES)
+    parser.add_argument("--methods", default=DEFAULT_METHODS)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
+    parser.add_argument("--state-dir", type=Path, help="where stores and caches go (default: temp)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--prepare", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(
+            json.dumps(measure(args.child, args.state_dir, args.queries, args.methods.split(",")))
+        )
+        return 0
+    if args.prepare:
+        print(json.dumps(prepare(args.prepare, args.state_dir)))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="cartograph-serve-") as tmp:
+        root = args.state_dir or Path(tmp)
+        result = run_all(
+            args.scales.split(","), root, args.queries, args.methods, _sources(args.src)
+        )
+    print(json.dumps(result, indent=2) if args.json else markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
