@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -68,6 +69,7 @@ class VerifiedCards(Mapping[str, Card]):
         self._signatures: dict[str, SignatureFields] = {}
         self._headers: dict[str, str] = {}
         self._tools: dict[str, dict[str, str]] = {}
+        pool = _SharedValues()
         for card, proof in verified:
             if proof.server != card.server or proof.digest != body_digest(card.body):
                 raise SignatureError(
@@ -75,6 +77,7 @@ class VerifiedCards(Mapping[str, Card]):
                     code="card_not_intact",
                     server=card.server,
                 )
+            pool.compact(card)
             self._cards[card.server] = card
             self._proofs[card.server] = proof
             self._signatures[card.server] = _signature_fields(card)
@@ -175,6 +178,60 @@ class VerifiedCards(Mapping[str, Card]):
         pairs = {s: (self._cards[s], self._proofs[s]) for s in self._cards}
         pairs.update({s: (other._cards[s], other._proofs[s]) for s in other._cards})
         return VerifiedCards(pairs.values())
+
+
+# Strings up to this long are shared between cards (names, types, hashes, short
+# descriptions); longer ones are almost always unique, so pooling them costs more.
+_SHARED_STR_LEN = 80
+
+
+class _SharedValues:
+    """Makes equal parts of many verified cards one object: same value, less memory.
+
+    At 100k tools the cards are most of a serving process's memory, and most
+    of it is repetition: every pydantic instance carries its own set of field
+    names (~730 bytes each, two per tool), and schema keys, JSON types and
+    the drift pins of absent parts ("digest of null") recur in every tool.
+    Compaction changes no value (fingerprints and canonical digests are
+    identical before and after), so it runs after verification and before
+    the integrity fingerprints are taken.
+    """
+
+    def __init__(self) -> None:
+        self._strings: dict[str, str] = {}
+        self._field_sets: dict[tuple[type, frozenset[str]], set[str]] = {}
+
+    def compact(self, model: BaseModel) -> None:
+        fields = model.__pydantic_fields_set__
+        key = (type(model), frozenset(fields))
+        # pydantic copies this set in model_copy and never mutates a frozen
+        # model's own, so equal sets can be one object.
+        object.__setattr__(
+            model, "__pydantic_fields_set__", self._field_sets.setdefault(key, set(fields))
+        )
+        values = model.__dict__
+        for name, value in values.items():
+            values[name] = self._value(value)
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._str(value)
+        if isinstance(value, BaseModel):
+            self.compact(value)
+        elif isinstance(value, dict):
+            items = [(self._str(k), self._value(v)) for k, v in value.items()]
+            value.clear()
+            value.update(items)
+        elif isinstance(value, list):
+            value[:] = [self._value(v) for v in value]
+        elif isinstance(value, tuple):
+            return tuple(self._value(v) for v in value)
+        return value
+
+    def _str(self, text: str) -> str:
+        if type(text) is not str or len(text) > _SHARED_STR_LEN:
+            return text
+        return self._strings.setdefault(text, text)
 
 
 def _not_intact(server: str) -> SignatureError:
