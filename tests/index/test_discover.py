@@ -189,3 +189,27 @@ def test_signature_writes_plain_string_enums_bare_and_anything_ambiguous_as_json
     ):
         schema = {"type": "object", "properties": {"v": {"enum": values}}}
         assert schema_signature(schema) == f"v: {shown}", values
+
+
+def test_signature_keeps_nested_keywords_maps_and_informative_titles() -> None:
+    from cartograph.index.schema_compact import schema_signature
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "points": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "description": "one place",
+                    "additionalProperties": {"type": "number"},
+                },
+            },
+            "when": {"type": "string", "title": "Departure date", "format": "date"},
+            "open": {"type": "object", "additionalProperties": True},
+        },
+    }
+    text = schema_signature(schema)
+    assert 'points: (object (additionalProperties {"type":"number"}) — one place)[]' in text
+    assert 'when: string (title "Departure date", format "date")' in text
+    assert text.endswith("open: object")  # additionalProperties: true is the default

@@ -100,9 +100,7 @@ _SHOWN_ELSEWHERE: Final = frozenset(
         "required",
         "default",
         "description",
-        "title",
         "$schema",
-        "additionalProperties",
     }
 )
 
@@ -111,11 +109,35 @@ def _argument(name: str, spec: dict[str, Any], required: bool) -> str:
     text = f"{name}{'*' if required else ''}: {_type(spec)}"
     if "default" in spec:
         text += f" = {_json(spec['default'])}"
-    extras = {k: v for k, v in spec.items() if k not in _SHOWN_ELSEWHERE}
-    if extras:
-        text += " (" + ", ".join(f"{k} {_json(v)}" for k, v in extras.items()) + ")"
+    text += _extras(spec)
     description = spec.get("description")
     if isinstance(description, str) and not _restates(description, name):
+        text += f" — {' '.join(description.split())}"
+    return text
+
+
+def _extras(spec: dict[str, Any]) -> str:
+    """Every other keyword, verbatim: constraints, titles that add words, open/closed maps.
+
+    ``additionalProperties: true`` is JSON Schema's default and says nothing.
+    """
+    extras = {
+        k: v
+        for k, v in spec.items()
+        if k not in _SHOWN_ELSEWHERE and not (k == "additionalProperties" and v is True)
+    }
+    if not extras:
+        return ""
+    return " (" + ", ".join(f"{k} {_json(v)}" for k, v in extras.items()) + ")"
+
+
+def _nested(spec: Any) -> str:
+    """A schema inside a type (array items, a union member), with its own keywords."""
+    if not isinstance(spec, dict):
+        return "any"
+    text = _type(spec) + _extras(spec)
+    description = spec.get("description")
+    if isinstance(description, str) and description.strip():
         text += f" — {' '.join(description.split())}"
     return text
 
@@ -127,14 +149,14 @@ def _type(spec: dict[str, Any]) -> str:
         return _json(spec["const"])
     for key in ("anyOf", "oneOf"):
         if isinstance(spec.get(key), list):
-            return "|".join(_type(s) if isinstance(s, dict) else "any" for s in spec[key])
+            return "|".join(_nested(s) for s in spec[key])
     kind = spec.get("type", "any")
     if isinstance(kind, list):
         return "|".join(str(k) for k in kind)
     if kind == "array":
         items = spec.get("items")
-        inner = _type(items) if isinstance(items, dict) else "any"
-        return f"({inner})[]" if "|" in inner else f"{inner}[]"
+        inner = _nested(items) if isinstance(items, dict) else "any"
+        return f"({inner})[]" if "|" in inner or " " in inner else f"{inner}[]"
     if kind == "object" and isinstance(spec.get("properties"), dict):
         return "{" + schema_signature(spec) + "}"
     return str(kind)
