@@ -86,11 +86,23 @@ class Ranker(Protocol):
 
 
 def top(scores: Scores, depth: int) -> Ranking:
-    """The ``depth`` best positions by score, ties broken by position (stable)."""
+    """The ``depth`` best positions by score, ties broken by position (stable).
+
+    Only the tools scoring at least the ``depth``-th best score are sorted (a
+    linear-time partition finds it): at 100k tools a full sort is ~10 ms of
+    CPU per ranking, the partition ~1 ms.
+    """
+    size = len(scores)
+    if depth <= 0 or size == 0:
+        return []
     finite = np.isfinite(scores)
-    order = np.lexsort((np.arange(len(scores)), -np.where(finite, scores, -np.inf)))
-    picked = [int(i) for i in order[:depth] if finite[i]]
-    return [(i, float(scores[i])) for i in picked]
+    keyed = np.where(finite, scores, -np.inf)
+    if depth < size:
+        kth = np.partition(keyed, size - depth)[size - depth]
+        finite &= keyed >= kth  # every tool tied with the cut stays, so ties keep position order
+    candidates = np.flatnonzero(finite)
+    order = candidates[np.lexsort((candidates, -keyed[candidates]))][:depth]
+    return [(int(i), float(scores[i])) for i in order]
 
 
 def unit_max(scores: Scores) -> Scores:
