@@ -145,3 +145,26 @@ def test_vectors_are_read_back_correctly_across_chunk_boundaries(
     vectors = EmbeddingCache(tmp_path).embed_cached(fresh, shuffled)
     assert fresh.seen == []
     np.testing.assert_array_equal(vectors, FakeEmbedder(64).embed(shuffled))
+
+
+def test_summed_views_equal_the_sum_of_direct_embeddings_and_embed_each_text_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "READ_CHUNK_ROWS", 2)  # several chunks per view
+    embedder = CountingEmbedder()
+    texts = ["read a file", "send an email", "list git branches", "chart a table", "read a file"]
+    names = ["read file", "send email", "read a file", "chart", "read file"]
+    summed = EmbeddingCache(tmp_path).embed_summed(embedder, [texts, names])
+    direct = FakeEmbedder(64)
+    np.testing.assert_allclose(summed, direct.embed(texts) + direct.embed(names), atol=1e-6)
+    assert sorted(embedder.seen) == sorted(set(texts) | set(names))
+
+    restarted = CountingEmbedder()
+    again = EmbeddingCache(tmp_path).embed_summed(restarted, [texts, names])
+    assert restarted.seen == []
+    np.testing.assert_array_equal(again, summed)
+
+
+def test_summed_views_of_different_lengths_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="equally long"):
+        EmbeddingCache(tmp_path).embed_summed(CountingEmbedder(), [["a", "b"], ["a"]])

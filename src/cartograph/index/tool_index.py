@@ -90,9 +90,13 @@ class ToolIndex:
         progress: ProgressCallback | None = None,
     ) -> ToolIndex:
         """Index prepared entries. Serving code calls :meth:`build`; this is for eval."""
-        texts = [e.text for e in entries] + [e.name_text for e in entries]
-        both = _embed(texts, embedder, cache, progress)
-        vectors = tool_vectors(both[: len(entries)], both[len(entries) :])
+        views = [[e.text for e in entries], [e.name_text for e in entries]]
+        if cache is not None and entries:
+            # The sum of both views, gathered a chunk at a time: one matrix at the peak.
+            vectors = _unit_rows(cache.embed_summed(embedder, views, progress=progress))
+        else:
+            both = _embed(views[0] + views[1], embedder, cache, progress)
+            vectors = tool_vectors(both[: len(entries)], both[len(entries) :])
         return cls(build_corpus(entries, embedder, vectors), default_method=default_method)
 
     @property
@@ -149,6 +153,13 @@ def tool_vectors(text_vectors: Vectors, name_vectors: Vectors) -> Vectors:
     norms = np.linalg.norm(summed, axis=1, keepdims=True)
     out: Vectors = (summed / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
     return out
+
+
+def _unit_rows(vectors: Vectors) -> Vectors:
+    """``vectors`` with every row scaled to unit length, in place (as :func:`tool_vectors`)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors /= np.where(norms == 0.0, 1.0, norms)
+    return vectors
 
 
 def _embed(
