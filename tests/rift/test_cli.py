@@ -27,10 +27,14 @@ CONFUSABLE = {
         {
             "name": "weather",
             "description": "Weather data",
-            "tools": [
-                _tool("get_weather", "Get the weather for a city."),
-                _tool("getWeather", "Get the weather for a city."),
-            ],
+            "tools": [_tool("get_weather", "Get the weather for a city.")],
+        },
+        {
+            # Same folded name on another server: legal (P-NAME-1 is per server),
+            # and exactly the cross-server confusion Rift exists to flag.
+            "name": "forecast",
+            "description": "Forecasts and current conditions",
+            "tools": [_tool("getWeather", "Get the weather for a city.")],
         },
         {
             "name": "git",
@@ -87,7 +91,7 @@ def test_gate_on_high_exits_non_zero_and_prints_the_offending_cluster(tmp_path: 
     assert result.exit_code == EXIT_GATE_FAILED
     assert "rift gate failed" in result.stderr
     assert "weather/get_weather" in result.stderr
-    assert "weather/getWeather" in result.stderr
+    assert "forecast/getWeather" in result.stderr
 
 
 def test_gate_passes_with_exit_zero_when_tools_are_well_separated(tmp_path: Path) -> None:
@@ -119,7 +123,7 @@ def test_markdown_output_has_the_cluster_and_comparison_tables(tmp_path: Path) -
     result = _run(tmp_path, CONFUSABLE, "--markdown")
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("# Rift report")
-    assert "| 1 | HIGH | within-server | 2 |" in result.stdout
+    assert "| 1 | HIGH | cross-server | 2 |" in result.stdout
     assert "| Total clusters detected | 1 | 1 | 1 | 1 |" in result.stdout
 
 
@@ -134,11 +138,13 @@ def test_html_flag_writes_a_self_contained_page(tmp_path: Path) -> None:
 
 
 def test_thresholds_from_flags_reach_the_report(tmp_path: Path) -> None:
-    result = _run(tmp_path, CONFUSABLE, "--json", "--theta", "0.99", "--high", "0.05")
+    # The pair's margin is exactly 0: below any positive HIGH threshold, so with
+    # both thresholds at 0 the same cluster must come out LOW.
+    result = _run(tmp_path, CONFUSABLE, "--json", "--theta", "0.99", "--high", "0", "--medium", "0")
     report = json.loads(result.stdout)
     assert report["settings"]["theta_sim"] == 0.99
-    assert report["settings"]["high"] == 0.05
-    assert report["clusters"] == []
+    assert report["settings"]["high"] == 0
+    assert [c["risk"] for c in report["clusters"]] == ["LOW"]
 
 
 def test_an_unreadable_catalog_is_a_coded_error(tmp_path: Path) -> None:
