@@ -146,8 +146,9 @@ def discover(
 ) -> DiscoverResult:
     """The top ``k`` tools for ``task``, or an abstention when nothing fits."""
     ctx = index.context(task)
-    ranked = index.rank(ctx, k, method=method)
+    # Confidence first: the rankers then reuse its query × tool product.
     confidence = task_confidence(ctx) if index.size else 0.0
+    ranked = index.rank(ctx, k, method=method)
     abstained = confidence < threshold
     shown = ranked[: min(k, ABSTAIN_SHOWN)] if abstained else ranked
     entries = index.corpus.entries
@@ -164,7 +165,7 @@ def discover(
 
 def task_confidence(ctx: QueryContext) -> float:
     """Best raw cosine of the task, or any of its steps, to any tool."""
-    sims = ctx.corpus.tool_similarities(ctx.vectors())
+    sims = ctx.similarities()
     return float(np.max(sims)) if sims.size else 0.0
 
 

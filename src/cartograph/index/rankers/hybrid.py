@@ -83,7 +83,8 @@ def features(ctx: QueryContext, *, use_dense: bool = True) -> Features:
     dense = server_dense = None
     if use_dense:
         vectors = ctx.vectors() if len(units) > 1 else ctx.whole_vector()[None, :]
-        dense = ctx.corpus.tool_similarities(vectors).astype(np.float64)
+        sims = ctx.similarities() if len(units) > 1 else ctx.whole_similarities()[None, :]
+        dense = sims.astype(np.float64)
         server_dense = ctx.corpus.server_similarities(vectors).astype(np.float64)
     return Features(
         full=rows([lex.full.scores(u) for u in units]),

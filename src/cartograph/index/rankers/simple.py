@@ -16,7 +16,7 @@ from cartograph.index.rankers.base import QueryContext, Ranking, top
 
 def dense_scores(ctx: QueryContext) -> Scores:
     """Cosine of the whole task to every tool vector (rows are unit length)."""
-    scores: Scores = ctx.corpus.tool_similarities(ctx.whole_vector())[0].astype(np.float64)
+    scores: Scores = ctx.whole_similarities().astype(np.float64)
     return scores
 
 
