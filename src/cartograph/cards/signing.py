@@ -31,9 +31,11 @@ ALGORITHM: Final = "ed25519"
 
 def signed_message(body: CardBody, key_id: str) -> bytes:
     """type string ‖ 0x00 ‖ key id ‖ 0x00 ‖ JCS(body): exactly what Ed25519 signs."""
-    return b"\x00".join(
-        (CARD_SIGNATURE_TYPE, key_id.encode("ascii"), canonical_bytes(body.json_dict()))
-    )
+    return _message(canonical_bytes(body.json_dict()), key_id)
+
+
+def _message(body_bytes: bytes, key_id: str) -> bytes:
+    return b"\x00".join((CARD_SIGNATURE_TYPE, key_id.encode("ascii"), body_bytes))
 
 
 def body_digest(body: CardBody) -> str:
@@ -82,8 +84,10 @@ def verify_card(card: Card, trust: TrustSet, *, expected_server: str) -> Verific
     _check_unique_tools(card.body)
     key = trust.key_for(card.signature.key_id, card.server)
     signature = _decode_signature(card)
+    # Canonicalised once: the signed message and the recorded digest share it.
+    body_bytes = canonical_bytes(card.body.json_dict())
     try:
-        key.verify(signature, signed_message(card.body, card.signature.key_id))
+        key.verify(signature, _message(body_bytes, card.signature.key_id))
     except SignatureError as exc:
         raise SignatureError(
             f"card for {expected_server!r} does not match its signature (tampered or "
@@ -91,7 +95,7 @@ def verify_card(card: Card, trust: TrustSet, *, expected_server: str) -> Verific
             code="bad_signature",
             server=expected_server,
         ) from exc
-    return Verification(card.server, key.key_id, body_digest(card.body), card.version)
+    return Verification(card.server, key.key_id, sha256_hex(body_bytes), card.version)
 
 
 def _decode_signature(card: Card) -> bytes:

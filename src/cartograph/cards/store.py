@@ -115,9 +115,14 @@ class CardStore:
 
     def verify_one(self, server: str, trust: TrustSet) -> tuple[Card, Verification]:
         """Read, verify and rollback-check one card; raise the typed reason on failure."""
+        return self._verify(server, trust, self.accepted())
+
+    def _verify(
+        self, server: str, trust: TrustSet, accepted: Mapping[str, Mapping[str, Any]]
+    ) -> tuple[Card, Verification]:
         card = self.read(server)
         proof = verify_card(card, trust, expected_server=server)
-        self._check_rollback(card, self.accepted().get(server, {}))
+        self._check_rollback(card, accepted.get(server, {}), proof.digest)
         return card, proof
 
     def load(self, trust: TrustSet, *, servers: Iterable[str] | None = None) -> CardLoadReport:
@@ -125,9 +130,10 @@ class CardStore:
         wanted = self.servers() if servers is None else list(servers)
         verified: list[tuple[Card, Verification]] = []
         failures: dict[str, CardError] = {}
+        accepted = self.accepted()  # once, not per card: it lists every server
         for server in wanted:
             try:
-                verified.append(self.verify_one(server, trust))
+                verified.append(self._verify(server, trust, accepted))
             except CardError as exc:
                 failures[server] = exc
         self._raise_accepted(card for card, _ in verified)
@@ -142,7 +148,7 @@ class CardStore:
             log.warning("card for %s not loaded (%s): %s", server, exc.code, exc.message)
         return report.verified
 
-    def _check_rollback(self, card: Card, entry: Mapping[str, Any]) -> None:
+    def _check_rollback(self, card: Card, entry: Mapping[str, Any], digest: str) -> None:
         accepted = entry.get("version", 0)
         if not isinstance(accepted, int):
             return
@@ -154,7 +160,7 @@ class CardStore:
                 code="rollback",
                 server=card.server,
             )
-        if card.version == accepted and entry.get("digest") not in (None, _digest(card)):
+        if card.version == accepted and entry.get("digest") not in (None, digest):
             raise RollbackError(
                 f"card for {card.server!r} reuses accepted version {accepted} with different "
                 f"content; re-attest with `cartograph bootstrap --server {card.server}`",
