@@ -85,7 +85,6 @@ def prepare(scale: str, state: Path) -> dict[str, Any]:
         atomic_write_bytes(store.path_for(server.name), render_card(sign_card(body, key)))
     trust = TrustSet.of(key.public)
     save_trust(trust, state / "trust.toml")
-    store.load(trust)  # what the operator's first start does: verify, record versions
     written = time.perf_counter()
     del catalog, texts
     _fill_cache(state, trust, parts)
@@ -105,6 +104,7 @@ def _fill_cache(state: Path, trust: Any, parts: dict[Any, Any] | None) -> None:
     from cartograph.index.entries import entries_from_cards
     from cartograph.index.tool_index import ToolIndex
 
+    # The operator's first start: verify every card and record accepted versions.
     cards = CardStore(state).load_verified(trust)
     model = get_embedder("minilm")
     embedder: Any = model
