@@ -1,4 +1,11 @@
-"""Catalogs with awkward schemas and names, for stub generation tests."""
+"""Catalogs with awkward schemas and names, for stub generation tests.
+
+The colliding names here are distinct under P-NAME-1 (which folds case,
+width and the separators ``-``, ``_``, ``.`` and whitespace, and so refuses
+``get-weather`` beside ``get_weather`` at load) but fold to one Python
+identifier: accents and punctuation such as ``#`` or ``/`` survive P-NAME-1
+and vanish in an identifier. The stubs namer must keep them apart.
+"""
 
 from __future__ import annotations
 
@@ -117,7 +124,7 @@ OUTPUT = tool(
 )
 
 EDGE_TOOLS = (
-    tool("get_weather", obj({})),  # collides with get-weather after cleaning
+    tool("gét/weather", obj({})),  # the identifier get_weather, as for get-weather
     tool("list", obj({})),  # would shadow the builtin used in annotations
     tool("class", obj({})),  # keyword
     tool("9to5", obj({})),  # leading digit
@@ -136,7 +143,7 @@ EDGE_TOOLS = (
 def awkward_catalog() -> Catalog:
     servers = (
         ServerDef(name="Awkward-Server 1", tools=(AWKWARD_NAMES, SHAPES, OUTPUT, *EDGE_TOOLS)),
-        ServerDef(name="awkward server 1", tools=(tool("ping", obj({})),)),  # module name collision
+        ServerDef(name="awkward server #1", tools=(tool("ping", obj({})),)),  # same module name
         ServerDef(name="鸣潮", tools=(tool("状态", obj({})),)),  # no ASCII at all
         ServerDef(name="import", tools=(tool("ping", obj({})),)),  # keyword module name
     )

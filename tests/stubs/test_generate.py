@@ -15,7 +15,9 @@ from cartograph.catalog.model import Catalog, ServerDef
 from cartograph.errors import StubError
 from cartograph.stubs import generate_stubs, write_stubs
 from cartograph.stubs.generate import MARKER
+from cartograph.stubs.naming import identifier, module_name
 from cartograph.stubs.validation import validation_schema
+from cartograph.upstream.names import check_catalog_names
 from tests.stubs.catalogs import PUBLISHER_CANARY, awkward_catalog, obj, tool
 from tests.stubs.signing import signed_cards
 
@@ -69,6 +71,23 @@ def test_every_module_parses_and_every_tool_has_one_function() -> None:
         functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
         assert sorted(functions) == sorted(t.function for t in module.tools)
     assert len({m.module for m in stubs.modules}) == len(catalog.servers)
+
+
+def test_names_a_federation_keeps_apart_stay_apart_as_python_identifiers() -> None:
+    """Names P-NAME-1 accepts side by side can still fold to one identifier."""
+    catalog = awkward_catalog()
+    check_catalog_names(catalog)  # a federation Cartograph loads (P-NAME-1 passes)
+    assert module_name("Awkward-Server 1") == module_name("awkward server #1")
+    assert identifier("get-weather") == identifier("gét/weather")
+    stubs = generate_stubs(attest_in_memory(catalog))
+    modules = {m.server: m for m in stubs.modules}
+    assert modules["Awkward-Server 1"].module == "awkward_server_1"
+    assert modules["awkward server #1"].module == "awkward_server_1_2"
+    functions = {t.tool: t.function for t in modules["Awkward-Server 1"].tools}
+    assert functions["get-weather"] == "get_weather"
+    assert functions["gét/weather"] == "get_weather_2"
+    source = stubs.files["awkward_server_1.py"]
+    assert '"gét/weather"' in source  # the call goes to the upstream name, unfolded
 
 
 @pytest.mark.promise("P-CARD-2")
