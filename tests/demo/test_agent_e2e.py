@@ -29,6 +29,10 @@ async def discovered_call(
     """Discover for ``task``, insist the tool is among the results, then call it."""
     found = await agent.discover(client, task)
     assert found.has(server, tool), (task, [(t.server, t.tool) for t in found.tools])
+    (seen,) = [t.text for t in found.tools if (t.server, t.tool) == (server, tool)]
+    assert seen.startswith(f"{tool}(") and seen in found.text, found.text  # what the agent read
+    for argument in arguments:
+        assert argument in seen, (argument, seen)  # the text names every argument it passes
     result = await agent.call(client, server, tool, arguments)
     assert not result.is_error, agent.result_text(result)
     return agent.result_text(result)

@@ -66,20 +66,16 @@ def result_text(result: CallToolResult) -> str:
 
 @dataclass(frozen=True)
 class Found:
-    """One discovered tool, as much as a person needs to read."""
+    """One discovered tool: its ids and score, and the text line the agent read for it."""
 
     server: str
     tool: str
     score: float
-    description: str
+    text: str
+    """``tool(signature): gist`` as in discover's text content ("" if it had no line)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "tool": self.tool,
-            "score": self.score,
-            "description": self.description,
-        }
+        return {"server": self.server, "tool": self.tool, "score": self.score, "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -109,14 +105,45 @@ async def list_proxy_tools(client: Client) -> tuple[list[str], int]:
 
 
 async def discover(client: Client, task: str, k: int = 5) -> Discovery:
+    """``discover`` as an agent receives it.
+
+    The structured part holds ids, scores and card provenance only; what a
+    tool does and takes is in the text content, one line per tool under its
+    server, so each tool's line is taken from there.
+    """
     result = await client.call_tool("discover", {"task": task, "k": k})
     body = _structured(result, "discover")
+    text = result_text(result)
+    ids = [(str(t["server"]), str(t["tool"]), float(t["score"])) for t in body["tools"]]
+    lines = tool_lines(text, [(server, tool) for server, tool, _ in ids])
     tools = [
-        Found(t["server"], t["tool"], float(t["score"]), t["description"]) for t in body["tools"]
+        Found(server, tool, score, lines.get((server, tool), "")) for server, tool, score in ids
     ]
-    return Discovery(
-        task, tools, bool(body.get("abstained")), wire_bytes(result), result_text(result)
-    )
+    return Discovery(task, tools, bool(body.get("abstained")), wire_bytes(result), text)
+
+
+def tool_lines(text: str, tools: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Each tool's line in discover's text: ``[server]`` headings, then ``- tool(...): gist``.
+
+    Keyed by (server, tool); the value drops the leading ``- ``. A line is
+    attributed to the server heading above it, so equal tool names on two
+    servers stay apart.
+    """
+    names: dict[str, list[str]] = {}
+    for server, tool in tools:
+        names.setdefault(server, []).append(tool)
+    found: dict[tuple[str, str], str] = {}
+    current: list[str] = []
+    server = ""
+    for line in text.splitlines():
+        if line.startswith("[") and line.endswith("]") and line[1:-1] in names:
+            server, current = line[1:-1], names[line[1:-1]]
+            continue
+        entry = line.removeprefix("- ")
+        for tool in current:
+            if entry != line and entry.startswith(f"{tool}("):
+                found.setdefault((server, tool), entry)
+    return found
 
 
 async def call(

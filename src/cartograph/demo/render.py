@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cartograph.cards.bootstrap import BootstrapResult
@@ -17,7 +18,8 @@ from cartograph.cli.output import stderr, stdout
 from cartograph.demo.agent import Discovery
 
 SHOWN_PER_TASK: Final = 3
-DESCRIPTION_WIDTH: Final = 56
+GIST_WIDTH: Final = 72
+SIGNATURE_WIDTH: Final = 96
 CALL_TEXT_WIDTH: Final = 160
 
 
@@ -91,8 +93,19 @@ def discovery(found: Discovery) -> None:
     width = max((len(f"{t.server}/{t.tool}") for t in shown), default=0)
     for rank, tool in enumerate(shown, start=1):
         name = f"{tool.server}/{tool.tool}"
-        description = _short(tool.description, DESCRIPTION_WIDTH)
-        _say(f"  {rank}. {name:<{width}}  {tool.score:.2f}  [dim]{description}[/]")
+        signature, gist = _split_line(tool.tool, tool.text)
+        _say(f"  {rank}. {name:<{width}}  {tool.score:.2f}  {escape(_short(gist, GIST_WIDTH))}")
+        _say(f"     {'':<{width}}        [dim]{escape(_short(signature, SIGNATURE_WIDTH))}[/]")
+
+
+def _split_line(tool: str, line: str) -> tuple[str, str]:
+    """``tool(signature): gist`` as (``(signature)``, gist), for a two-line display.
+
+    The gist follows the last ``): `` (argument descriptions may hold one; a
+    gist that does only loses its head on screen, the agent got it whole).
+    """
+    head, sep, gist = line.removeprefix(tool).rpartition("): ")
+    return (f"{head})", gist) if sep else (line, "")
 
 
 def call(server: str, tool: str, arguments: dict[str, Any], is_error: bool, text: str) -> None:
