@@ -47,14 +47,21 @@ INIT = {
 
 
 class _Out:
-    """stdout double: collects each JSON-RPC line the server writes."""
+    """stdout double: collects each JSON-RPC line the server writes.
+
+    The stdio framing is ``\n`` alone. A reply may carry U+0085, U+2028 or
+    other characters ``str.splitlines`` would also break on (JSON leaves them
+    unescaped, e.g. an echoed request id), and a write need not end a line.
+    """
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.changed = anyio.Event()
+        self._partial = ""
 
     async def write(self, text: str) -> None:
-        self.lines.extend(line for line in text.splitlines() if line)
+        *complete, self._partial = (self._partial + text).split("\n")
+        self.lines.extend(line for line in complete if line)
         self.changed.set()
         self.changed = anyio.Event()
 
@@ -130,7 +137,7 @@ async def test_seed_corpus_yields_only_documented_errors_and_the_proxy_keeps_ser
     assert len(seeds) >= 20
     async with wire(tmp_path) as connected:  # one proxy for all: each seed must leave it serving
         for seed in seeds:
-            for line in seed.read_text(encoding="utf-8").splitlines():
+            for line in seed.read_text(encoding="utf-8").removesuffix("\n").split("\n"):
                 try:
                     assert_documented(await connected.exchange(line))
                 except (AssertionError, TimeoutError) as exc:

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from cartograph.server import stdio_wire
 from cartograph.server.stdio_wire import LineReader, fast_stdio
 
 
@@ -21,6 +22,18 @@ async def test_lines_are_split_across_chunks_and_a_final_unterminated_line_is_ke
     lines = [line async for line in LineReader(reader)]
 
     assert lines == ['{"a":1}\n', '{"b":2}\n', big + "\n", "tail"]
+
+
+@pytest.mark.anyio
+async def test_only_a_newline_ends_a_line_and_a_character_split_across_reads_survives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(stdio_wire, "READ_CHUNK", 4)  # reads end inside multi-byte characters
+    reader = asyncio.StreamReader()
+    line = '{"id":"a\x85b\u2028c\u2029d\x0be\x1cf\r"}\n'  # str.splitlines would cut it 6 times
+    reader.feed_data((line + line).encode())
+    reader.feed_eof()
+    assert [read async for read in LineReader(reader)] == [line, line]
 
 
 @pytest.mark.anyio
