@@ -33,7 +33,7 @@ def test_each_tool_gets_its_own_line_even_when_two_servers_share_a_tool_name() -
         tools=[
             _tool("time", "now", "Current time in a zone.", {"zone": {"type": "string"}}),
             _tool("clock", "now", "Wall clock (local): ticks.", {"fmt": {"type": "string"}}),
-            _tool("clock", "now_utc", "UTC time.", {}),
+            _tool("clock", "now_utc", "UTC\u2028time \x85 exactly.", {}),
         ],
     )
     pairs = [(t.server, t.tool) for t in found.tools]
@@ -43,4 +43,4 @@ def test_each_tool_gets_its_own_line_even_when_two_servers_share_a_tool_name() -
     assert "Current time" in lines[("time", "now")]
     assert lines[("clock", "now")].startswith("now(fmt*: string)")
     assert "Wall clock" in lines[("clock", "now")]
-    assert lines[("clock", "now_utc")].startswith("now_utc()")
+    assert lines[("clock", "now_utc")] == "now_utc(): UTC\u2028time \x85 exactly"  # one line

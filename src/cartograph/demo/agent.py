@@ -135,7 +135,7 @@ def tool_lines(text: str, tools: list[tuple[str, str]]) -> dict[tuple[str, str],
     found: dict[tuple[str, str], str] = {}
     current: list[str] = []
     server = ""
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines: a gist may hold U+2028 and the like
         if line.startswith("[") and line.endswith("]") and line[1:-1] in names:
             server, current = line[1:-1], names[line[1:-1]]
             continue
