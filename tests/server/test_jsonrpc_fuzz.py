@@ -105,16 +105,20 @@ async def wire(tmp_path: Path) -> AsyncIterator[Wire]:
         send, receive = anyio.create_memory_object_stream[str](16)
         out = _Out()
         stdio = stdio_server(stdin=receive, stdout=out)  # type: ignore[arg-type]
-        async with receive, anyio.create_task_group() as group, stdio as (reads, writes):
+        # Both ends close however the body ends: a send end left open when a test
+        # fails is collected later, as a ResourceWarning inside some other test.
+        async with send, receive, anyio.create_task_group() as group, stdio as (reads, writes):
             options = server.create_initialization_options()
             group.start_soon(server.run, reads, writes, options)
             connected = Wire(send, out)
-            await send.send(json.dumps(INIT) + "\n")
-            await connected._reply_to("init")
-            await send.send('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-            yield connected
-            await send.aclose()
-            group.cancel_scope.cancel()
+            try:
+                await send.send(json.dumps(INIT) + "\n")
+                await connected._reply_to("init")
+                await send.send('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+                yield connected
+            finally:
+                send.close()  # end of stdin: the server's reader stops
+                group.cancel_scope.cancel()
 
 
 def assert_documented(replies: list[str]) -> None:
