@@ -231,3 +231,20 @@ def load_verified_for_config(config: Config) -> VerifiedCards:
     for server, exc in report.failures.items():
         log.warning("card for %s not loaded (%s): %s", server, exc.code, exc.message)
     return report.verified
+
+
+def load_stored_for_config(config: Config, *, code: str) -> VerifiedCards | None:
+    """The operator's verified cards, or ``None`` when the state directory has none yet.
+
+    Card files none of which verify are an error (``code``), not "no cards": the
+    callers would otherwise fall back to template cards the proxy does not serve.
+    """
+    if not CardStore(config.state_dir).servers():
+        return None
+    cards = load_verified_for_config(config)
+    if not cards:
+        raise CardError(
+            f"no card in {config.state_dir} verified; run `cartograph cards verify` to see why",
+            code=code,
+        )
+    return cards

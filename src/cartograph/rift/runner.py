@@ -16,7 +16,6 @@ from typing import Any
 
 from cartograph.cards.model import Card
 from cartograph.config.model import Config
-from cartograph.errors import CardError
 from cartograph.index.embedders import get_embedder
 from cartograph.rift.analysis import TextSource, analyse, make_embed_fn, tools_from_cards
 from cartograph.rift.model import RiftReport, RiftSettings
@@ -42,9 +41,10 @@ def settings_for(config: Config, **overrides: Any) -> RiftSettings:
 async def load_cards(config: Config, catalog_path: Path | None) -> CardSource:
     """The cards Rift analyses: stored operator cards, else a snapshot attested in memory."""
     from cartograph.cards.attest import attest_in_memory
+    from cartograph.cards.store import load_stored_for_config
 
     if catalog_path is None:
-        stored = _stored_cards(config)
+        stored = load_stored_for_config(config, code="rift_no_verified_cards")
         if stored:
             return CardSource(stored, f"signed cards in {config.state_dir}")
     from cartograph.upstream.federation import load_catalog_for
@@ -52,21 +52,6 @@ async def load_cards(config: Config, catalog_path: Path | None) -> CardSource:
     catalog = await load_catalog_for(config, catalog_path)
     origin = str(catalog_path or config.catalog or "live federation")
     return CardSource(attest_in_memory(catalog), f"template cards attested in memory ({origin})")
-
-
-def _stored_cards(config: Config) -> Mapping[str, Card] | None:
-    """The operator's verified cards, or ``None`` when the state directory has none yet."""
-    from cartograph.cards.store import CardStore, load_verified_for_config
-
-    if not CardStore(config.state_dir).servers():
-        return None
-    cards = load_verified_for_config(config)
-    if not cards:
-        raise CardError(
-            f"no card in {config.state_dir} verified; run `cartograph cards verify` to see why",
-            code="rift_no_verified_cards",
-        )
-    return cards
 
 
 def run_rift(

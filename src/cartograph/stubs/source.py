@@ -34,11 +34,16 @@ async def load_stub_source(
 ) -> StubSource:
     """Verified cards plus the drift of the federation they describe."""
     from cartograph.cards.attest import attest_in_memory
+    from cartograph.cards.store import load_stored_for_config
     from cartograph.upstream.federation import load_catalog_for
 
     say = notify or (lambda _message: None)
     snapshot = catalog_path or config.catalog
-    stored = None if snapshot is not None else _stored_cards(config)
+    stored = (
+        None
+        if snapshot is not None
+        else load_stored_for_config(config, code="stubs_no_verified_cards")
+    )
     say("listing the federation's tools…" if snapshot is None else f"reading {snapshot}…")
     catalog = await load_catalog_for(config, catalog_path)
     if stored is not None:
@@ -50,21 +55,6 @@ async def load_stub_source(
     return StubSource(
         cards, check_drift(cards, catalog), f"template cards attested in memory ({origin})"
     )
-
-
-def _stored_cards(config: Config) -> VerifiedCards | None:
-    from cartograph.cards.store import CardStore, load_verified_for_config
-    from cartograph.errors import CardError
-
-    if not CardStore(config.state_dir).servers():
-        return None
-    cards = load_verified_for_config(config)
-    if not cards:
-        raise CardError(
-            f"no card in {config.state_dir} verified; run `cartograph cards verify` to see why",
-            code="stubs_no_verified_cards",
-        )
-    return cards
 
 
 def discovered(
