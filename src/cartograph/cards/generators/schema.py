@@ -231,19 +231,6 @@ def param_phrase(name: str, prop: Mapping[str, Any], is_required: bool) -> str:
     return f"{text}: {hint}" if hint else text
 
 
-def _type_name(prop: Mapping[str, Any]) -> str:
-    kind = prop.get("type")
-    if isinstance(kind, list):
-        kind = "/".join(str(k) for k in kind if k != "null")
-    if kind == "array":
-        items = prop.get("items")
-        inner = items.get("type") if isinstance(items, Mapping) else None
-        return f"list of {inner}s" if isinstance(inner, str) else "list"
-    if not kind and ("anyOf" in prop or "oneOf" in prop):
-        return "choice"
-    return str(kind) if kind else "value"
-
-
 def sanitise_schema(schema: Any, depth: int = 0) -> Any:
     """The schema with its prose (description, title) sanitised and ``$comment`` dropped.
 
