@@ -53,10 +53,6 @@ class ResolvedCatalog:
     tool_prefix: str | None
     prefix_source: PrefixSource | None
 
-    def config_key(self, field: str) -> str:
-        """The TOML key an operator edits to change ``field`` of this catalog."""
-        return f'catalogs[name="{self.name}"].{field}'
-
 
 def resolve_mount_mode(
     flag: str | None, config: Config, environ: Mapping[str, str] | None = None
