@@ -77,25 +77,6 @@ def short_cluster_row(c: Cluster) -> list[str]:
     return [str(c.id), c.risk, scope, str(c.size), f"{c.cohesion:.2f}", margin, tools]
 
 
-def comparison_row(g: Grouping) -> list[str]:
-    def opt(value: float | None) -> str:
-        return "—" if value is None else f"{value:g}"
-
-    return [
-        g.method,
-        str(g.clusters),
-        opt(g.high),
-        opt(g.medium),
-        opt(g.low),
-        str(g.tools),
-        str(g.within),
-        str(g.cross),
-        str(g.largest),
-        opt(g.regenerate),
-        "—" if g.covers_risky is None else f"{g.covers_risky:.0%}",
-    ]
-
-
 def name_row(n: NameConfusable) -> list[str]:
     return [n.kind, n.scope, n.key, _clip([m.key for m in n.members], MAX_MEMBERS_SHOWN)]
 
@@ -225,7 +206,6 @@ __all__ = [
     "NAME_COLUMNS",
     "SHORT_CLUSTER_COLUMNS",
     "cluster_row",
-    "comparison_row",
     "comparison_table",
     "detail_lines",
     "fmt_margin",
