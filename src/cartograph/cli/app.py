@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
+
+if TYPE_CHECKING:
+    from cartograph.config.model import Config
 
 DEFAULT_CONFIG_NAME: Final = "cartograph.toml"
 CONFIG_ENV: Final = "CARTOGRAPH_CONFIG"
@@ -40,6 +43,21 @@ def resolve_config_path(explicit: Path | None) -> Path:
         return explicit
     from_env = os.environ.get(CONFIG_ENV)
     return Path(from_env) if from_env else Path(DEFAULT_CONFIG_NAME)
+
+
+def load_config_or_defaults(explicit: Path | None) -> Config:
+    """The config file, or defaults when none was named and the default one is absent.
+
+    For commands a ``--catalog`` snapshot alone can drive (``rift``, ``stubs``): a
+    config file that was named (flag or env) and is missing still fails to load.
+    """
+    from cartograph.config.loader import load_config
+    from cartograph.config.model import Config
+
+    resolved = resolve_config_path(explicit)
+    if explicit is None and not resolved.exists():
+        return Config()
+    return load_config(resolved)
 
 
 @app.callback()

@@ -15,7 +15,7 @@ import anyio
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, load_config_or_defaults
 from cartograph.cli.output import print_json, print_table, stderr, stdout
 from cartograph.config.model import Config
 from cartograph.rift.model import RiftReport
@@ -43,15 +43,6 @@ class LinkageChoice(StrEnum):
     complete = "complete"
     average = "average"
     single = "single"
-
-
-def _load_config(path: Path | None) -> Config:
-    resolved = resolve_config_path(path)
-    if path is None and not resolved.exists():
-        return Config()
-    from cartograph.config.loader import load_config
-
-    return load_config(resolved)
 
 
 @app.command()
@@ -109,7 +100,7 @@ def rift(
     """Find tools retrieval cannot tell apart, rate them, and say what to change."""
     from cartograph.rift.runner import load_cards, run_rift, settings_for
 
-    cfg = _load_config(config)
+    cfg = load_config_or_defaults(config)
     settings = settings_for(
         cfg,
         theta_sim=theta,

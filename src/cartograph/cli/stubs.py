@@ -9,9 +9,8 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, load_config_or_defaults
 from cartograph.cli.output import print_json, print_table, stderr
-from cartograph.config.model import Config
 from cartograph.stubs.generate import DEFAULT_PACKAGE, StubPackage
 
 
@@ -37,7 +36,7 @@ def stubs(
     from cartograph.stubs.generate import generate_stubs, write_stubs
     from cartograph.stubs.source import discovered, load_stub_source
 
-    cfg = _config(config)
+    cfg = load_config_or_defaults(config)
     started = time.perf_counter()
     with stderr.status("loading verified cards…") as status:
         source = anyio.run(
@@ -60,15 +59,6 @@ def stubs(
         print_json(_summary(generated, target, source.origin, seconds))
         return
     _print(generated, target, source.origin, seconds)
-
-
-def _config(path: Path | None) -> Config:
-    resolved = resolve_config_path(path)
-    if path is None and not resolved.exists():
-        return Config()  # --catalog alone needs no config file
-    from cartograph.config.loader import load_config
-
-    return load_config(resolved)
 
 
 def _summary(generated: StubPackage, target: Path, origin: str, seconds: float) -> dict[str, Any]:
