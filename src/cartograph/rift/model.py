@@ -75,11 +75,9 @@ class ToolRef(_Frozen):
         return f"{self.server}/{self.tool}"
 
 
-class Member(_Frozen):
+class Member(ToolRef):
     """One tool of a cluster with its Layer 2 and Layer 3 diagnosis."""
 
-    server: str
-    tool: str
     query: str = ""
     margin: float | None = None
     nearest: str | None = None
@@ -91,10 +89,6 @@ class Member(_Frozen):
     was compared with probes that add the tools' names (then servers)."""
     distinct: tuple[str, ...] = ()
     regenerate: bool = False
-
-    @property
-    def key(self) -> str:
-        return f"{self.server}/{self.tool}"
 
 
 class Suggestion(_Frozen):
