@@ -91,10 +91,17 @@ def test_structured_content_names_every_tool_and_each_signing_card_once() -> Non
     assert [(t["server"], t["tool"]) for t in out["tools"]] == [
         (t.server, t.tool) for t in result.tools
     ]
-    assert set(out["cards"]) == {t.server for t in result.tools}
-    for server, card in out["cards"].items():
-        assert card["key_id"] == cards.signer(server)
-        assert card["verified"] is True
+    signed = {
+        server: (group["key_id"], version, group["verified"])
+        for group in out["signed"]
+        for server, version in group["card_versions"].items()
+    }
+    assert set(signed) == {t.server for t in result.tools}
+    assert len(out["signed"]) == 1  # one operator key, named once
+    for server, (key_id, version, verified) in signed.items():
+        assert key_id == cards.signer(server)
+        assert version == cards[server].body.provenance.card_version
+        assert verified is True
     assert out["abstained"] is False and "hint" not in out
 
 

@@ -104,23 +104,24 @@ class DiscoverResult(_Frozen):
         The full result stays available as :meth:`model_dump` (library, CLI
         ``--json``).
         """
-        cards: dict[str, dict[str, Any]] = {}
+        # Cards grouped by who signed them: one operator key usually signs every
+        # card, and a 64-hex key id repeated per server would dominate the reply.
+        signed: dict[tuple[str, str, bool], dict[str, int]] = {}
         for t in self.tools:
             p = t.provenance
-            cards.setdefault(
-                t.server,
-                {
-                    "card_version": p.card_version,
-                    "key_id": p.key_id,
-                    "generator": f"{p.generator}/{p.generator_version}",
-                    "verified": p.verified,
-                },
+            group = signed.setdefault(
+                (p.key_id, f"{p.generator}/{p.generator_version}", p.verified), {}
             )
+            group[t.server] = p.card_version
+        cards = [
+            {"key_id": key, "generator": gen, "verified": ok, "card_versions": versions}
+            for (key, gen, ok), versions in signed.items()
+        ]
         out: dict[str, Any] = {
             "tools": [{"server": t.server, "tool": t.tool, "score": t.score} for t in self.tools],
             "abstained": self.abstained,
             "confidence": self.confidence,
-            "cards": cards,
+            "signed": cards,
         }
         if self.hint:
             out["hint"] = self.hint
