@@ -118,7 +118,10 @@ def top(scores: Scores, depth: int) -> Ranking:
     finite = np.isfinite(scores)
     keyed = np.where(finite, scores, -np.inf)
     if depth < size:
-        kth = np.partition(keyed, size - depth)[size - depth]
+        # Selecting the depth-th *smallest* of the negated scores: numpy's
+        # introselect is ~10x slower selecting near the top of an array that
+        # is mostly one value (BM25: zeros), measured 12.8 vs 1.2 ms at 100k.
+        kth = -np.partition(-keyed, depth - 1)[depth - 1]
         finite &= keyed >= kth  # every tool tied with the cut stays, so ties keep position order
     candidates = np.flatnonzero(finite)
     order = candidates[np.lexsort((candidates, -keyed[candidates]))][:depth]
