@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from cartograph.cards import store as store_module
 from cartograph.cards.bootstrap import attest_catalog
 from cartograph.cards.generators.template import TemplateGenerator
 from cartograph.cards.keys import SigningKey
 from cartograph.cards.overrides import Overrides, ServerOverride, ToolOverride
-from cartograph.cards.store import CardStore, server_from_filename
+from cartograph.cards.store import ACCEPTED_FILE, CardStore, server_from_filename
 from cartograph.cards.trust import TrustSet
 from cartograph.catalog.model import Catalog
 from cartograph.errors import CardFormatError, GeneratorError, RollbackError, SignatureError
+from cartograph.fsutil import atomic_write_bytes
 
 
 def bootstrap(store: CardStore, key: SigningKey, catalog: Catalog, **kwargs: object) -> None:
@@ -233,3 +235,88 @@ def test_server_names_that_look_like_paths_stay_inside_the_store(tmp_path: Path)
         assert path.parent == store.root
         assert os.sep not in path.name
         assert server_from_filename(path.name) == name
+
+
+def many_servers(catalog: Catalog, count: int) -> Catalog:
+    base = catalog.servers[0]
+    return Catalog(
+        servers=tuple(base.model_copy(update={"name": f"server-{i:03d}"}) for i in range(count))
+    )
+
+
+def count_record_writes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Record every atomic write of the accepted-versions record, still performing it."""
+    writes: list[Path] = []
+
+    def counting(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+        if path.name == ACCEPTED_FILE:
+            writes.append(path)
+        atomic_write_bytes(path, data, mode=mode)
+
+    monkeypatch.setattr(store_module, "atomic_write_bytes", counting)
+    return writes
+
+
+def test_bootstrap_of_many_servers_writes_the_accepted_record_once(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, store = SigningKey.generate(), CardStore(tmp_path)
+    writes = count_record_writes(monkeypatch)
+
+    bootstrap(store, key, many_servers(catalog, 30))
+
+    assert len(writes) == 1
+    assert len(store.accepted()) == 30
+    assert len(store.load_verified(TrustSet.of(key.public))) == 30
+
+
+def test_unchanged_rerun_of_bootstrap_does_not_rewrite_the_accepted_record(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, store = SigningKey.generate(), CardStore(tmp_path)
+    bootstrap(store, key, many_servers(catalog, 5))
+    writes = count_record_writes(monkeypatch)
+
+    bootstrap(store, key, many_servers(catalog, 5))
+
+    assert writes == []
+
+
+@pytest.mark.promise("P-REL-9")
+def test_crash_before_the_batched_record_write_leaves_every_new_card_loadable(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, store = SigningKey.generate(), CardStore(tmp_path)
+    bootstrap(store, key, many_servers(catalog, 4))
+    before = store.accepted()
+    changed = many_servers(with_description(catalog, "files", "read_file", "Reads a file."), 4)
+
+    def crash(record: object) -> None:
+        raise KeyboardInterrupt("crash before the record is written")
+
+    monkeypatch.setattr(store, "_save_accepted", crash)
+    with pytest.raises(KeyboardInterrupt):
+        bootstrap(store, key, changed)
+    monkeypatch.undo()
+
+    assert CardStore(tmp_path).accepted() == before  # the record is still the old one
+    report = CardStore(tmp_path).load(TrustSet.of(key.public))
+    assert report.failures == {}
+    assert {card.version for card in report.verified.values()} == {2}
+    assert {e["version"] for e in CardStore(tmp_path).accepted().values()} == {2}
+
+
+def test_write_many_writes_every_card_and_the_record_once(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, store = SigningKey.generate(), CardStore(tmp_path)
+    bootstrap(store, key, many_servers(catalog, 3))
+    cards = [store.read(s) for s in store.servers()]
+    fresh = CardStore(tmp_path / "copy")
+    writes = count_record_writes(monkeypatch)
+
+    paths = fresh.write_many(cards)
+
+    assert [p.name for p in paths] == [store.path_for(c.server).name for c in cards]
+    assert len(writes) == 1
+    assert sorted(fresh.accepted()) == store.servers()

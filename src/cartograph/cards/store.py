@@ -15,7 +15,8 @@ card reusing an accepted version number.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -70,6 +71,8 @@ class CardStore:
     def __init__(self, state_dir: Path) -> None:
         direct = state_dir.name == CARDS_DIR or any(state_dir.glob(f"*{CARD_SUFFIX}"))
         self.root = state_dir if direct else state_dir / CARDS_DIR
+        self._pending: dict[str, dict[str, Any]] | None = None  # the record, inside batch()
+        self._dirty = False
 
     def path_for(self, server: str) -> Path:
         return self.root / card_filename(server)
@@ -85,16 +88,64 @@ class CardStore:
         return read_card_file(self.path_for(server))
 
     def write(self, card: Card) -> Path:
-        """Write one card atomically and record its version as accepted."""
+        """Write one card atomically and record its version as accepted.
+
+        Outside :meth:`batch` the record is rewritten at once; inside, once at the end.
+        """
         path = self.path_for(card.server)
         atomic_write_bytes(path, render_card(card))
-        record = self.accepted()
+        record = self._record()
         record[card.server] = {"version": card.version, "digest": _digest(card)}
-        self._save_accepted(record)
+        self._store_record(record)
         return path
+
+    def write_many(self, cards: Iterable[Card]) -> list[Path]:
+        """Write several cards, then the accepted-versions record once (see :meth:`batch`)."""
+        with self.batch():
+            return [self.write(card) for card in cards]
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Read the accepted-versions record once and write it once, at the end.
+
+        Why: the record lists every server, so rewriting it per card (as a plain
+        :meth:`write` must) is quadratic; bootstrap of thousands of servers took
+        minutes. Inside the batch, reads and writes use one in-memory copy.
+
+        Order for P-REL-9 — cards first, record last: each card lands atomically,
+        and the record is written after them. A crash in between leaves cards whose
+        versions are *above* the record, which loading accepts and then raises the
+        record to. The reverse order would leave a record above the old card on
+        disk, which loading refuses as a rollback. The record is also written when
+        the batch exits by an exception, so it covers every card already on disk.
+        Nested batches join the outer one.
+        """
+        if self._pending is not None:
+            yield
+            return
+        self._pending, self._dirty = self.accepted(), False
+        try:
+            yield
+        finally:
+            record, dirty = self._pending, self._dirty
+            self._pending, self._dirty = None, False
+            if dirty:
+                self._save_accepted(record)
+
+    def _record(self) -> dict[str, dict[str, Any]]:
+        """The record to read or update: the batch's copy, or a fresh read of the file."""
+        return self._pending if self._pending is not None else self.accepted()
+
+    def _store_record(self, record: dict[str, dict[str, Any]]) -> None:
+        if self._pending is not None:
+            self._pending, self._dirty = record, True
+        else:
+            self._save_accepted(record)
 
     def accepted(self) -> dict[str, dict[str, Any]]:
         """The persisted highest-accepted version (and its body digest) per server."""
+        if self._pending is not None:
+            return {k: dict(v) for k, v in self._pending.items()}
         path = self.root / ACCEPTED_FILE
         if not path.exists():
             return {}
@@ -105,7 +156,7 @@ class CardStore:
         return {str(k): dict(v) for k, v in servers.items() if isinstance(v, dict)}
 
     def accepted_version(self, server: str) -> int:
-        entry = self.accepted().get(server, {})
+        entry = self._record().get(server, {})
         version = entry.get("version", 0)
         return version if isinstance(version, int) else 0
 
@@ -115,7 +166,7 @@ class CardStore:
 
     def verify_one(self, server: str, trust: TrustSet) -> tuple[Card, Verification]:
         """Read, verify and rollback-check one card; raise the typed reason on failure."""
-        return self._verify(server, trust, self.accepted())
+        return self._verify(server, trust, self._record())
 
     def _verify(
         self, server: str, trust: TrustSet, accepted: Mapping[str, Mapping[str, Any]]
@@ -130,7 +181,7 @@ class CardStore:
         wanted = self.servers() if servers is None else list(servers)
         verified: list[tuple[Card, Verification]] = []
         failures: dict[str, CardError] = {}
-        accepted = self.accepted()  # once, not per card: it lists every server
+        accepted = self._record()  # once, not per card: it lists every server
         for server in wanted:
             try:
                 verified.append(self._verify(server, trust, accepted))
@@ -169,7 +220,7 @@ class CardStore:
             )
 
     def _raise_accepted(self, cards: Iterable[Card]) -> None:
-        record = self.accepted()
+        record = self._record()
         changed = False
         for card in cards:
             entry = record.get(card.server, {})
@@ -177,7 +228,7 @@ class CardStore:
                 record[card.server] = {"version": card.version, "digest": _digest(card)}
                 changed = True
         if changed:
-            self._save_accepted(record)
+            self._store_record(record)
 
 
 def _digest(card: Card) -> str:
