@@ -143,5 +143,10 @@ def _index_for(
         snapshot = anyio.run(load_catalog_for, cfg, None)
     cards = attest_in_memory(snapshot)
     name = embedder or cfg.index.embedder
-    index = ToolIndex.build(cards, get_embedder(name), default_method=method or cfg.index.ranker)
+    index = ToolIndex.build(
+        cards,
+        get_embedder(name),
+        default_method=method or cfg.index.ranker,
+        pooled_steps=cfg.index.pooled_steps,
+    )
     return index, cards

@@ -82,6 +82,8 @@ class IndexConfig(_Section):
     embedder: Literal["minilm", "fake"] = "minilm"
     ranker: Literal["hybrid", "two-stage", "dense", "bm25", "jaccard", "random"] = "hybrid"
     default_k: int = Field(default=5, ge=1, le=50)
+    # One model run per query, step vectors pooled from it: faster, slightly lower quality.
+    pooled_steps: bool = False
 
 
 class GatewayConfig(_Section):

@@ -66,6 +66,7 @@ class ToolIndex:
         exclude: Iterable[ToolKey] = (),
         default_method: str = DEFAULT_METHOD,
         progress: ProgressCallback | None = None,
+        pooled_steps: bool = False,
     ) -> ToolIndex:
         """Index every verified tool except ``exclude`` (drifted or unattested).
 
@@ -76,7 +77,12 @@ class ToolIndex:
         intact = {server: cards.ensure_intact(server) for server in cards}
         entries = entries_from_cards(intact, exclude=exclude)
         return cls.from_entries(
-            entries, embedder, cache=cache, default_method=default_method, progress=progress
+            entries,
+            embedder,
+            cache=cache,
+            default_method=default_method,
+            progress=progress,
+            pooled_steps=pooled_steps,
         )
 
     @classmethod
@@ -88,6 +94,7 @@ class ToolIndex:
         cache: EmbeddingCache | None = None,
         default_method: str = DEFAULT_METHOD,
         progress: ProgressCallback | None = None,
+        pooled_steps: bool = False,
     ) -> ToolIndex:
         """Index prepared entries. Serving code calls :meth:`build`; this is for eval."""
         views = [[e.text for e in entries], [e.name_text for e in entries]]
@@ -97,7 +104,8 @@ class ToolIndex:
         else:
             both = _embed(views[0] + views[1], embedder, cache, progress)
             vectors = tool_vectors(both[: len(entries)], both[len(entries) :])
-        return cls(build_corpus(entries, embedder, vectors), default_method=default_method)
+        corpus = build_corpus(entries, embedder, vectors)
+        return cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
 
     @property
     def size(self) -> int:

@@ -239,10 +239,15 @@ class CatalogRuntime:
             from cartograph.index.tool_index import ToolIndex
 
             cards, embedder, cache = self.cards, self.embedder, self.cache
-            method = self.config.index.ranker
+            method, pooled = self.config.index.ranker, self.config.index.pooled_steps
             self._index = await anyio.to_thread.run_sync(
                 lambda: ToolIndex.build(
-                    cards, embedder, cache=cache, exclude=excluded, default_method=method
+                    cards,
+                    embedder,
+                    cache=cache,
+                    exclude=excluded,
+                    default_method=method,
+                    pooled_steps=pooled,
                 )
             )
             self._excluded = excluded

@@ -72,5 +72,6 @@ def discovered(
         cache=EmbeddingCache(config.state_dir),
         exclude={(e.server, e.tool) for e in source.drift if not e.exposed},
         default_method=config.index.ranker,
+        pooled_steps=config.index.pooled_steps,
     )
     return discover(index, source.cards, task, k=k)
