@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -10,23 +9,6 @@ import pytest
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def bench_dir() -> Path:
-    return Path(os.environ.get("CARTOGRAPH_BENCH_DIR", REPO.parent / "shared" / "bench"))
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def livemcpbench_catalog_path() -> Path:
-    path = bench_dir() / "livemcpbench" / "catalog.json"
-    if not path.exists():
-        pytest.skip(f"benchmark catalog not found at {path} (set CARTOGRAPH_BENCH_DIR)")
-    return path
 
 
 def small_catalog() -> Catalog:

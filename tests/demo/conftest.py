@@ -31,11 +31,6 @@ INSTALLED = everything_available(DEMO) and (DEMO / ".runtime" / "time").is_dir()
 SKIP_REASON = "the demo federation is not installed: run scripts/setup"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def http_port() -> Iterator[int]:
     """server-everything over streamable HTTP on 127.0.0.1 for the whole session."""

@@ -58,10 +58,10 @@ def _write_packages(root: Path, bench: Path) -> int:
 
 @pytest.mark.slow
 def test_generated_packages_pass_mypy_strict_and_import(
-    tmp_path: Path, bench_catalog_path: Path
+    tmp_path: Path, livemcpbench_catalog_path: Path
 ) -> None:
     started = time.perf_counter()
-    assert _write_packages(tmp_path, bench_catalog_path) == 527
+    assert _write_packages(tmp_path, livemcpbench_catalog_path) == 527
     generated = time.perf_counter() - started
     assert generated < 30, f"generation took {generated:.1f}s"
     run = subprocess.run(

@@ -13,14 +13,8 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-import pytest
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def tool(name: str, description: str = "A tool.") -> types.Tool:
