@@ -22,9 +22,9 @@ def _snapshot(tmp_path: Path) -> tuple[Path, Path]:
     return catalog, config
 
 
-def test_stubs_command_writes_the_package_and_reports_it_as_json(tmp_path: Path) -> None:
+def _stubs_args(tmp_path: Path) -> list[str]:
     catalog, config = _snapshot(tmp_path)
-    args = [
+    return [
         "stubs",
         "--catalog",
         str(catalog),
@@ -33,6 +33,10 @@ def test_stubs_command_writes_the_package_and_reports_it_as_json(tmp_path: Path)
         "--out",
         str(tmp_path / "out"),
     ]
+
+
+def test_stubs_command_writes_the_package_and_reports_it_as_json(tmp_path: Path) -> None:
+    args = _stubs_args(tmp_path)
     result = runner.invoke(
         build_app(), [*args, "--server", "import", "--package", "agent_tools", "--json"]
     )
@@ -45,16 +49,7 @@ def test_stubs_command_writes_the_package_and_reports_it_as_json(tmp_path: Path)
 
 
 def test_only_discovered_keeps_the_top_k_tools(tmp_path: Path) -> None:
-    catalog, config = _snapshot(tmp_path)
-    args = [
-        "stubs",
-        "--catalog",
-        str(catalog),
-        "--config",
-        str(config),
-        "--out",
-        str(tmp_path / "out"),
-    ]
+    args = _stubs_args(tmp_path)
     result = runner.invoke(
         build_app(), [*args, "--only-discovered", "weather in a city", "-k", "2", "--json"]
     )
@@ -63,16 +58,7 @@ def test_only_discovered_keeps_the_top_k_tools(tmp_path: Path) -> None:
 
 
 def test_unknown_server_exits_with_the_error_code(tmp_path: Path) -> None:
-    catalog, config = _snapshot(tmp_path)
-    args = [
-        "stubs",
-        "--catalog",
-        str(catalog),
-        "--config",
-        str(config),
-        "--out",
-        str(tmp_path / "out"),
-    ]
+    args = _stubs_args(tmp_path)
     result = runner.invoke(build_app(), [*args, "--server", "nope"])
     assert result.exit_code != 0
     assert isinstance(result.exception, Exception)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from typer.testing import CliRunner
 
 from cartograph.cli.main import build_app
 from cartograph.stubs import runtime
-from tests.stubs.conftest import REPO
+from tests.stubs.conftest import REPO, mypy_strict
 
 TIME_SERVER = REPO / "demo" / ".runtime" / "time" / "bin" / "mcp-server-time"
 runner = CliRunner()
@@ -69,25 +68,7 @@ def test_stubs_for_the_whole_demo_federation_pass_mypy_strict_and_import(tmp_pat
         )
     )
     assert summary["tools"] >= 100 and len(summary["modules"]) >= 10, summary["tools"]
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--config-file",
-            str(REPO / "pyproject.toml"),
-            "--cache-dir",
-            str(tmp_path / ".mypy_cache"),
-            "--no-error-summary",
-            "demo",
-        ],
-        cwd=out,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    run = mypy_strict(out, "demo")
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     sys.path.insert(0, str(out))
     try:

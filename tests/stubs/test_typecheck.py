@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import importlib
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from cartograph.cards.attest import attest_in_memory
 from cartograph.catalog import load_catalog
 from cartograph.stubs import generate_stubs, write_stubs
 from tests.stubs.catalogs import awkward_catalog
-from tests.stubs.conftest import REPO
+from tests.stubs.conftest import mypy_strict
 
 CLIENT_OK = """
 from awkward_stubs import awkward_server_1 as a
@@ -60,34 +58,8 @@ def _write_packages(root: Path, bench: Path) -> int:
 def test_generated_packages_pass_mypy_strict_and_import(
     tmp_path: Path, livemcpbench_catalog_path: Path
 ) -> None:
-    started = time.perf_counter()
     assert _write_packages(tmp_path, livemcpbench_catalog_path) == 527
-    generated = time.perf_counter() - started
-    assert generated < 30, f"generation took {generated:.1f}s"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--config-file",
-            str(REPO / "pyproject.toml"),
-            "--cache-dir",
-            str(tmp_path / ".mypy_cache"),
-            "--no-error-summary",
-            "--show-error-codes",
-            "--hide-error-context",
-            "bench_stubs",
-            "awkward_stubs",
-            "client_ok.py",
-            "client_wrong.py",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    run = mypy_strict(tmp_path, "bench_stubs", "awkward_stubs", "client_ok.py", "client_wrong.py")
     errors = [line for line in run.stdout.splitlines() if ": error:" in line]
     wrong_lines = {i for i, line in enumerate(CLIENT_WRONG.splitlines(), 1) if "# WRONG" in line}
     flagged = {int(m.group(1)) for e in errors if (m := re.match(r"client_wrong\.py:(\d+):", e))}
