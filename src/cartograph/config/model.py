@@ -7,10 +7,13 @@ resolved against the config file's folder by the loader, never here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cartograph.errors import ConfigError
 
 DEFAULT_CONNECT_TIMEOUT: Final = 30.0
 DEFAULT_CALL_TIMEOUT: Final = 60.0
@@ -112,6 +115,38 @@ class HttpConfig(_Section):
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
     mount_mode: Literal["per-catalog", "routed"] = "per-catalog"
     tokens: tuple[TokenConfig, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_principal_per_token(self) -> HttpConfig:
+        """P-AUTH-4: two entries for one principal (or one token) would let scopes mix."""
+        check_token_entries(self.tokens)
+        return self
+
+
+def token_entry_label(index: int, entry: TokenConfig) -> str:
+    """How an error names one ``[[http.tokens]]`` entry: never by its token value."""
+    return f"[[http.tokens]] #{index + 1} (principal {entry.principal!r}, ${entry.token_env})"
+
+
+def check_token_entries(tokens: Sequence[TokenConfig]) -> None:
+    """Refuse a principal or a token variable written twice, naming both entries."""
+    by_principal: dict[str, int] = {}
+    by_env: dict[str, int] = {}
+    for index, entry in enumerate(tokens):
+        for seen, key, code, what in (
+            (by_principal, entry.principal, "duplicate_principal", "principal name"),
+            (by_env, entry.token_env, "duplicate_token", "token variable"),
+        ):
+            if key in seen:
+                first = seen[key]
+                raise ConfigError(
+                    f"{token_entry_label(index, entry)} repeats the {what} of "
+                    f"{token_entry_label(first, tokens[first])}: one token, one principal, one "
+                    "scope; merge the two entries' catalogs into one entry.",
+                    code=code,
+                    key="http.tokens",
+                )
+            seen[key] = index
 
 
 class CatalogPolicy(_Section):

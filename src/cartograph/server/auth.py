@@ -7,6 +7,11 @@ start-up error rather than a silently open door; with any token configured,
 a request without a valid one is refused; a principal outside a catalog's
 scope is refused there, through every mount.
 
+One token, one principal, one scope (P-AUTH-4): two entries naming the same
+principal, or presenting the same token, are refused when the authority is
+built, so the per-call decision (which looks a principal up by name) can only
+ever find the scope written for that principal, on every mount.
+
 Only a SHA-256 digest of each token is kept in memory and compared in
 constant time, so no token value can leak into logs, errors or ``status``
 (P-LOG-1).
@@ -17,11 +22,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from cartograph.config.model import HttpConfig, TokenConfig
+from cartograph.config.model import (
+    HttpConfig,
+    TokenConfig,
+    check_token_entries,
+    token_entry_label,
+)
 from cartograph.errors import AuthenticationError, ConfigError, PolicyError
 
 ANY_CATALOG: Final = "*"
@@ -50,6 +60,7 @@ ANONYMOUS: Final = Principal(name="anonymous", catalogs=frozenset({ANY_CATALOG})
 class _Entry:
     digest: bytes
     principal: Principal
+    label: str
 
 
 def _digest(token: str) -> bytes:
@@ -59,9 +70,22 @@ def _digest(token: str) -> bytes:
 class TokenAuthority:
     """Authenticates bearer tokens and decides catalog access for principals."""
 
-    def __init__(self, entries: Iterable[tuple[str, Principal]] = ()) -> None:
-        self._entries = tuple(_Entry(_digest(token), principal) for token, principal in entries)
-        self._principals = {e.principal.name: e.principal for e in self._entries}
+    def __init__(
+        self,
+        entries: Iterable[tuple[str, Principal]] = (),
+        *,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        """``labels`` name the entries in errors (default: their position); raises ConfigError."""
+        listed = list(entries)
+        names = (
+            labels if labels is not None else [f"token entry #{i + 1}" for i in range(len(listed))]
+        )
+        self._entries = tuple(
+            _Entry(_digest(token), principal, label)
+            for (token, principal), label in zip(listed, names, strict=True)
+        )
+        self._principals = _unique_principals(self._entries)
 
     @classmethod
     def from_config(
@@ -69,7 +93,11 @@ class TokenAuthority:
     ) -> TokenAuthority:
         """Read every configured token from its environment variable; raises ConfigError."""
         env = os.environ if environ is None else environ
-        return cls(_load_token(t, env) for t in http.tokens)
+        check_token_entries(http.tokens)
+        return cls(
+            (_load_token(t, env) for t in http.tokens),
+            labels=[token_entry_label(i, t) for i, t in enumerate(http.tokens)],
+        )
 
     @property
     def enabled(self) -> bool:
@@ -114,6 +142,34 @@ class TokenAuthority:
                 code="catalog_forbidden",
                 principal=found.name,
                 catalog=catalog,
+            )
+
+
+def _unique_principals(entries: Sequence[_Entry]) -> dict[str, Principal]:
+    """Principals by name; two entries sharing a name or a token value are refused (P-AUTH-4).
+
+    A shared name would make the per-call check use whichever entry came last,
+    whatever scope the presented token was written with; a shared token value
+    would make the principal depend on entry order. Both name the two entries,
+    never the token.
+    """
+    _refuse_repeats(entries, lambda e: e.digest, "duplicate_token", "token value")
+    _refuse_repeats(entries, lambda e: e.principal.name, "duplicate_principal", "principal name")
+    return {entry.principal.name: entry.principal for entry in entries}
+
+
+def _refuse_repeats(
+    entries: Sequence[_Entry], key: Callable[[_Entry], Hashable], code: str, what: str
+) -> None:
+    seen: dict[Hashable, _Entry] = {}
+    for entry in entries:
+        first = seen.setdefault(key(entry), entry)
+        if first is not entry:
+            raise ConfigError(
+                f"{entry.label} repeats the {what} of {first.label}: one token, one "
+                "principal, one scope; merge the two entries' catalogs into one entry.",
+                code=code,
+                key="http.tokens",
             )
 
 
