@@ -26,6 +26,10 @@ DEFAULT_QUEUE_SIZE: Final = 32
 DEFAULT_BREAKER_FAILURES: Final = 5
 DEFAULT_BREAKER_COOLDOWN: Final = 30.0
 DEFAULT_MAX_RESULT_BYTES: Final = 1024 * 1024
+# discover's task: enough for a paragraph of multi-step task, far below what stalls ranking.
+DEFAULT_MAX_TASK_CHARS: Final = 4000
+# Concurrent CPU jobs (query embedding, ranking, index builds) off the event loop.
+DEFAULT_CPU_WORKERS: Final = 2
 PROXY_TOOL_NAMES: Final = frozenset({"discover", "status", "call"})
 
 Transport = Literal["stdio", "streamable-http", "sse"]
@@ -87,6 +91,10 @@ class IndexConfig(_Section):
     default_k: int = Field(default=5, ge=1, le=50)
     # One model run per query, step vectors pooled from it: faster, slightly lower quality.
     pooled_steps: bool = False
+    # A longer discover task is refused with `task_too_long` before any ranking (P-REL-10).
+    max_task_chars: int = Field(default=DEFAULT_MAX_TASK_CHARS, ge=1)
+    # How many CPU-bound jobs run at once in worker threads, for the whole process.
+    cpu_workers: int = Field(default=DEFAULT_CPU_WORKERS, ge=1, le=64)
 
 
 class GatewayConfig(_Section):

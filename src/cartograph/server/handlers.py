@@ -29,6 +29,7 @@ from cartograph.errors import (
 from cartograph.gateway.arguments import MetaCall, repair_meta_call
 from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
 from cartograph.gateway.results import error_code, error_result
+from cartograph.server.offload import run_cpu
 from cartograph.server.runtime import CatalogRuntime, policy_allows
 from cartograph.server.tools import CALL, DISCOVER, MAX_K, PROXY_TOOLS, STATUS, proxy_tool
 
@@ -174,12 +175,19 @@ class ProxyHandlers:
             )
         record.proxy_tool = bare
         if bare == DISCOVER:
-            return self._discover(arguments)
+            return await self._discover(arguments)
         if bare == STATUS:
             return self._status()
         return await self._call(arguments, principal, client, progress, record)
 
-    def _discover(self, arguments: dict[str, Any]) -> CallToolResult:
+    async def _discover(self, arguments: dict[str, Any]) -> CallToolResult:
+        """Check the arguments here, then rank in a worker thread (P-REL-10).
+
+        The length check runs first so an oversized task costs nothing but the
+        check; the ranking then holds a CPU slot, never the event loop.
+        """
+        from cartograph.index.discover import check_task_length
+
         task = arguments.get("task")
         k = arguments.get("k")
         if not isinstance(task, str) or not task.strip():
@@ -189,12 +197,18 @@ class ProxyHandlers:
             )
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K):
             raise ArgumentError(f'"k" must be an integer from 1 to {MAX_K}', code="bad_arguments")
-        found = self.runtime.discover(task, k)
-        return CallToolResult(
-            content=[TextContent(text=found.to_text())],
-            # ids, scores and card provenance; the text above carries the arguments
-            structured_content=found.structured(),
-        )
+        settings = self.runtime.config.index
+        check_task_length(task, settings.max_task_chars)
+
+        def rank() -> CallToolResult:
+            found = self.runtime.discover(task, k)
+            return CallToolResult(
+                content=[TextContent(text=found.to_text())],
+                # ids, scores and card provenance; the text above carries the arguments
+                structured_content=found.structured(),
+            )
+
+        return await run_cpu(rank, workers=settings.cpu_workers)
 
     def _status(self) -> CallToolResult:
         import json

@@ -32,6 +32,7 @@ from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.gateway.gateway import Gateway
 from cartograph.gateway.pool import Opener, Upstream, default_opener, partition_key
 from cartograph.index.embedders.base import Embedder
+from cartograph.server.offload import run_cpu
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +241,7 @@ class CatalogRuntime:
 
             cards, embedder, cache = self.cards, self.embedder, self.cache
             method, pooled = self.config.index.ranker, self.config.index.pooled_steps
-            self._index = await anyio.to_thread.run_sync(
+            self._index = await run_cpu(
                 lambda: ToolIndex.build(
                     cards,
                     embedder,
@@ -248,7 +249,8 @@ class CatalogRuntime:
                     exclude=excluded,
                     default_method=method,
                     pooled_steps=pooled,
-                )
+                ),
+                workers=self.config.index.cpu_workers,
             )
             self._excluded = excluded
 
