@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from cartograph.cards.model import CARD_FORMAT_VERSION
+from cartograph.cards.signing import parse_card, verify_card
 from cartograph.cards.store import CardStore
 from cartograph.cards.trust import TrustSet, load_trust
 from cartograph.errors import (
@@ -178,6 +180,25 @@ def test_card_with_nan_value_is_rejected(tmp_path: Path, trust: TrustSet) -> Non
 def test_card_with_integer_beyond_2_53_is_rejected(tmp_path: Path, trust: TrustSet) -> None:
     error = refusal(store_with(tmp_path, "huge_integer.json"), trust)
     assert error.code == "card_integer_range"
+
+
+def test_validly_signed_card_in_an_older_format_is_rejected(
+    tmp_path: Path, trust: TrustSet
+) -> None:
+    error = refusal(store_with(tmp_path, "old_format_version.json"), trust)
+    assert isinstance(error, CardFormatError)
+    assert error.code == "card_format_version"
+
+
+def test_verification_refuses_a_body_in_another_format(trust: TrustSet) -> None:
+    card = parse_card((CARDS / "valid_files_v2.json").read_bytes())
+    older = card.model_copy(
+        update={"body": card.body.model_copy(update={"format": CARD_FORMAT_VERSION - 1})}
+    )
+
+    with pytest.raises(CardFormatError) as raised:
+        verify_card(older, trust, expected_server="files")
+    assert raised.value.code == "card_format_version"
 
 
 @pytest.mark.promise("P-REL-8")

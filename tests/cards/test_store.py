@@ -92,7 +92,11 @@ def test_overrides_replace_generated_text_and_are_signed(tmp_path: Path, catalog
             "files": ServerOverride(
                 summary="Operator-written summary.",
                 tools={
-                    "read_file": ToolOverride(description="Operator text.", example={"path": "a"})
+                    "read_file": ToolOverride(
+                        description="Operator text.",
+                        example={"path": "a"},
+                        examples=("show me the notes file",),
+                    )
                 },
             )
         }
@@ -111,6 +115,7 @@ def test_overrides_replace_generated_text_and_are_signed(tmp_path: Path, catalog
     assert card.body.capability.summary == "Operator-written summary."
     tool = card.tool("read_file")
     assert tool is not None and tool.description == "Operator text."
+    assert tool.examples == ("show me the notes file",)
     assert card.body.provenance.overrides_digest == overrides.digest("files")
 
 

@@ -2,19 +2,26 @@
 
 C = (identity, capability, per-tool descriptions, provenance, signature), as in
 the paper's §3.2. Everything except ``signature`` is the signed body. Ranking
-only ever sees ``capability`` and ``tools[*].description`` text, which the
-operator's generator wrote; the publisher's text is never copied in — the card
-keeps only *digests* of it (the drift pins), so a poisoned description cannot
-ride along into the index.
+only ever sees operator text: ``capability`` and each tool's ``description``,
+``arguments``, ``when_to_use``, ``synonyms`` and ``examples``, which the
+operator's generator wrote. Publisher text reaches a card only as whole
+sanitised sentences inside ``description`` (kept only when they describe the
+tool its name and arguments say it is); the card pins the publisher's full
+definition by digest (the drift pins), so a change to it is noticed.
+
+Format 2 added ``when_to_use``, ``synonyms`` and ``examples``; a card in any
+other format is refused at load (``card_format``), and ``cartograph
+bootstrap`` rewrites it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-CARD_FORMAT_VERSION = 1
+CARD_FORMAT_VERSION: Final = 2
+MAX_EXAMPLES: Final = 8
 
 
 class _Frozen(BaseModel):
@@ -53,11 +60,20 @@ class Pins(_Frozen):
 
 
 class ToolCard(_Frozen):
-    """One tool as the operator describes it, pinned to the definition it saw."""
+    """One tool as the operator describes it, pinned to the definition it saw.
+
+    ``examples`` are short tasks an agent might be given that this tool
+    serves ("get the current time in a time zone"); retrieval indexes them as
+    their own field. ``synonyms`` are other words for the tool's action and
+    object; ``when_to_use`` is one sentence on when to pick it.
+    """
 
     name: str = Field(min_length=1)
     description: str
     arguments: str = ""
+    when_to_use: str = ""
+    synonyms: tuple[str, ...] = ()
+    examples: tuple[str, ...] = Field(default=(), max_length=MAX_EXAMPLES)
     example: dict[str, Any] = Field(default_factory=dict)
     input_schema: dict[str, Any] = Field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
@@ -129,6 +145,7 @@ class Card(_Frozen):
 
 __all__ = [
     "CARD_FORMAT_VERSION",
+    "MAX_EXAMPLES",
     "Capability",
     "Card",
     "CardBody",

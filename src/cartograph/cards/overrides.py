@@ -11,6 +11,9 @@ The file is TOML; every field is optional::
     description = "Read one text file and return its contents."
     arguments = "path: file to read, relative to the project root"
     example = { path = "README.md" }
+    when_to_use = "Use to read one project file as text."
+    synonyms = ["open", "show"]
+    examples = ["show me the README", "what does setup.py contain"]
 
 Overridden text is signed like the rest; a change to a server's overrides
 changes its ``overrides_digest`` and so bumps its card version. An override
@@ -25,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cartograph.cards.canonical import canonical_digest
 from cartograph.cards.generators.base import (
@@ -36,6 +39,7 @@ from cartograph.cards.generators.base import (
     ToolText,
 )
 from cartograph.cards.generators.schema import is_valid
+from cartograph.cards.model import MAX_EXAMPLES
 from cartograph.catalog.model import ServerDef
 from cartograph.errors import ConfigError, GeneratorError
 
@@ -50,6 +54,9 @@ class ToolOverride(_Strict):
     description: str | None = None
     arguments: str | None = None
     example: dict[str, Any] | None = None
+    when_to_use: str | None = None
+    synonyms: tuple[str, ...] | None = None
+    examples: tuple[str, ...] | None = Field(default=None, max_length=MAX_EXAMPLES)
 
 
 class ServerOverride(_Strict):
@@ -124,12 +131,9 @@ def _override_tool(
             f"override example for {server.name}/{name} does not match its input schema",
             code="override_bad_example",
         )
-    return replace(
-        text,
-        description=override.description if override.description is not None else text.description,
-        arguments=override.arguments if override.arguments is not None else text.arguments,
-        example=override.example if override.example is not None else text.example,
-    )
+    fields = override.model_dump(exclude_none=True, exclude={"example"})
+    example = override.example if override.example is not None else text.example
+    return replace(text, **fields, example=example)
 
 
 @dataclass(frozen=True)

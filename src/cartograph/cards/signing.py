@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from cartograph.cards.canonical import canonical_bytes, loads_strict, sha256_hex
 from cartograph.cards.keys import SigningKey
-from cartograph.cards.model import Card, CardBody, Signature
+from cartograph.cards.model import CARD_FORMAT_VERSION, Card, CardBody, Signature
 from cartograph.cards.trust import TrustSet
 from cartograph.errors import CardFormatError, SignatureError
 
@@ -81,6 +81,7 @@ def verify_card(card: Card, trust: TrustSet, *, expected_server: str) -> Verific
             code="bad_algorithm",
             server=expected_server,
         )
+    _require_format(card.body.format)
     _check_unique_tools(card.body)
     key = trust.key_for(card.signature.key_id, card.server)
     signature = _decode_signature(card)
@@ -131,6 +132,7 @@ def parse_card(data: bytes) -> Card:
     verified is what was read: no silent coercion, no ignored fields.
     """
     raw = loads_strict(data)
+    _check_format(raw)
     try:
         card = Card.model_validate(raw)
     except ValidationError as exc:
@@ -145,6 +147,26 @@ def parse_card(data: bytes) -> Card:
             code="card_not_canonical",
         )
     return card
+
+
+def _check_format(raw: object) -> None:
+    """Refuse a card written in another format before reading its fields.
+
+    A card's fields mean what its format says; reading an older format under
+    today's model would silently fill the fields it lacks. The card's own
+    signature cannot vouch for a format we do not read, so it is refused.
+    """
+    body = raw.get("body") if isinstance(raw, dict) else None
+    _require_format(body.get("format") if isinstance(body, dict) else None)
+
+
+def _require_format(found: object) -> None:
+    if found != CARD_FORMAT_VERSION or isinstance(found, bool):
+        raise CardFormatError(
+            f"card is in format {found!r}; this Cartograph reads format {CARD_FORMAT_VERSION}. "
+            "Re-attest with `cartograph bootstrap`",
+            code="card_format_version",
+        )
 
 
 def render_card(card: Card) -> bytes:

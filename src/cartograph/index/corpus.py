@@ -23,7 +23,12 @@ IntArray = npt.NDArray[np.int64]
 
 @dataclass(frozen=True)
 class LexicalFields:
-    """BM25 per tool field, BM25 per server document, Jaccard over tool text."""
+    """BM25 per tool field, BM25 per server document, Jaccard over tool text.
+
+    ``examples`` indexes the card's example tasks and synonyms on their own:
+    they are phrased the way agents ask, so a ranker weights them apart from
+    the description (``full`` does not include them).
+    """
 
     full: FieldIndex
     name: FieldIndex
@@ -31,6 +36,7 @@ class LexicalFields:
     arguments: FieldIndex
     server: FieldIndex
     jaccard: JaccardIndex
+    examples: FieldIndex
 
 
 @dataclass(frozen=True)
@@ -127,4 +133,5 @@ def _lexical(entries: Sequence[IndexEntry], servers: Sequence[str]) -> LexicalFi
         arguments=FieldIndex([e.arguments for e in entries]),
         server=FieldIndex(server_docs),
         jaccard=JaccardIndex([f"{e.name} {e.description} {e.arguments}" for e in entries]),
+        examples=FieldIndex([e.examples for e in entries]),
     )

@@ -1,8 +1,9 @@
 """What the index ranks: one entry per (server, tool), built from verified cards.
 
 Only operator-attested text reaches an entry: the tool's name (its identity),
-the card's tool description and argument summary, and the server's capability
-summary and tags. The publisher's description never does (paper §3.2). A
+the card's tool description and argument summary, its example tasks and
+synonyms (the ``examples`` field), and the server's capability summary and
+tags. The publisher's description never does (paper §3.2). A
 separate constructor for *raw publisher text* exists only for the evaluation
 baseline in :mod:`cartograph.eval.raw`; nothing that serves agents calls it.
 """
@@ -36,6 +37,8 @@ class IndexEntry:
     arguments: str
     server_text: str
     server_title: str = ""
+    examples: str = ""
+    """The card's example tasks and synonyms, one phrase per sentence: how agents ask."""
 
     @property
     def key(self) -> ToolKey:
@@ -90,6 +93,11 @@ def plain_arguments(arguments: str) -> str:
     return "" if arguments == NO_ARGUMENTS else _OPTIONAL.sub("", arguments)
 
 
+def examples_text(examples: Iterable[str], synonyms: Iterable[str] = ()) -> str:
+    """One string for the examples field: each task and synonym as its own sentence."""
+    return ". ".join(p.strip().rstrip(".") for p in (*examples, *synonyms) if p.strip())
+
+
 def entries_from_cards(
     cards: Mapping[str, Card], *, exclude: Iterable[ToolKey] = ()
 ) -> list[IndexEntry]:
@@ -123,6 +131,7 @@ def entries_from_cards(
                     arguments=tool.arguments,
                     server_text=server_text,
                     server_title=body.capability.summary.split(". ", 1)[0].rstrip("."),
+                    examples=examples_text(tool.examples, tool.synonyms),
                 )
             )
     return entries

@@ -83,6 +83,9 @@ def rewrite_server(
             arguments=attested.arguments,
             example=dict(attested.example),
             input_schema=dict(attested.input_schema),
+            when_to_use=attested.when_to_use,
+            synonyms=attested.synonyms,
+            examples=attested.examples,
         )
         if attested.name not in wanted or attested.name not in fresh.tools:
             tools[attested.name] = old

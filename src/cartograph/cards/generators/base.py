@@ -30,10 +30,15 @@ class GeneratorInfo:
 
 @dataclass(frozen=True)
 class ToolText:
+    """One tool's operator text; the fields map one to one onto :class:`ToolCard`'s."""
+
     description: str
     arguments: str
     example: dict[str, Any]
     input_schema: dict[str, Any] = field(default_factory=dict)
+    when_to_use: str = ""
+    synonyms: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
