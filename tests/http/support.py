@@ -192,6 +192,8 @@ class Assembly:
     ledger: Ledger
     per_catalog: dict[str, RecordingSurface]
     routed_targets: dict[str, RecordingSurface]
+    audit: Any = None
+    """The AuditLog of refusals made before any surface ran (HTTP layer, routed mount)."""
 
 
 def assemble(
@@ -201,8 +203,10 @@ def assemble(
     authority: Any = None,
     proxy_tools: dict[str, Sequence[str]] | None = None,
     settings: Any = None,
+    audit: Any = None,
 ) -> Assembly:
     from cartograph.config.catalogs import derived_prefix
+    from cartograph.gateway.audit import AuditLog
     from cartograph.server.auth import TokenAuthority
     from cartograph.server.http import CatalogMount, build_http_app
     from cartograph.server.routed import RoutedHandlers
@@ -224,13 +228,15 @@ def assemble(
 
     per = {n: surface(n, derived_prefix(n) if many else None) for n in names}
     targets = {n: surface(n, None) for n in names} if routed else {}
+    audit = audit if audit is not None else AuditLog()
     app = build_http_app(
         [CatalogMount(n, s) for n, s in per.items()],
         authority=authority,
-        routed=RoutedHandlers(targets) if routed else None,
+        routed=RoutedHandlers(targets, authority=authority, audit=audit) if routed else None,
         settings=settings,
+        audit=audit,
     )
-    return Assembly(app, ledger, per, targets)
+    return Assembly(app, ledger, per, targets, audit)
 
 
 MODERN = "2026-07-28"

@@ -77,11 +77,13 @@ def test_http_requests_without_a_valid_token_get_401_on_every_mount() -> None:
 
 @pytest.mark.anyio
 @pytest.mark.promise("P-AUTH-2")
+@pytest.mark.promise("P-AUTH-5")
 async def test_a_principal_scoped_to_alpha_lists_the_routed_mount_but_cannot_act_in_beta() -> None:
     built = assemble(("alpha", "beta"), routed=True, authority=_authority())
     with serving(built.app) as base:
         with http_client(base, A_TOKEN) as http:
             own = http.post("/mcp/beta", json=INIT_BODY, headers=MCP_HEADERS)
+            nowhere = http.post("/mcp/nowhere", json=INIT_BODY, headers=MCP_HEADERS)
         async with mcp_client(f"{base}/mcp/routed", token=A_TOKEN) as client:
             listed = [t.name for t in (await client.list_tools()).tools]
             results = {
@@ -93,16 +95,25 @@ async def test_a_principal_scoped_to_alpha_lists_the_routed_mount_but_cannot_act
                 )
             }
             in_alpha = await client.call_tool("status", {"catalog": "alpha"})
-    assert own.status_code == 403
+    # beta answers exactly like a catalog that does not exist
+    assert (own.status_code, own.json()["error"]["data"]) == (404, {"code": "unknown_catalog"})
+    assert own.json()["error"]["message"].replace("beta", "X") == nowhere.json()["error"][
+        "message"
+    ].replace("nowhere", "X")
     assert sorted(listed) == ["call", "discover", "status"]
     assert {tool: error_code(r) for tool, r in results.items()} == dict.fromkeys(
-        ("discover", "status", "call"), "catalog_forbidden"
+        ("discover", "status", "call"), "unknown_catalog"
     )
+    assert all("beta" not in tool_text(r).replace("'beta'", "") for r in results.values())
     assert json.loads(tool_text(in_alpha))["catalog"] == "alpha"
-    # each refused call was one decision at the real target, and audited there
-    assert [d[1] for d in built.ledger.decisions] == ["beta", "beta", "beta", "alpha"]
-    audits = [(a["catalog"], a["outcome"]) for a in built.ledger.audits]
-    assert audits == [("beta", "catalog_forbidden")] * 3 + [("alpha", "ok")]
+    # beta's handlers never ran; each refusal was audited once, naming beta and the truth
+    assert built.ledger.decisions == [(("alice"), "alpha", "status")]
+    refusals = [(a.catalog, a.principal, a.outcome) for a in built.audit.records]
+    assert refusals == [
+        ("beta", "alice", "catalog_forbidden"),  # POST /mcp/beta (HTTP layer)
+        ("", "alice", "unknown_catalog"),  # POST /mcp/nowhere
+        *[("beta", "alice", "catalog_forbidden")] * 3,  # the routed calls
+    ]
 
 
 @pytest.mark.promise("P-AUTH-2")
@@ -141,3 +152,36 @@ def test_health_lists_only_the_catalogs_the_token_reaches_and_none_without_one()
     assert public["status"] == "ok" and "catalogs" not in public and public["auth"] == "bearer"
     assert [c["name"] for c in scoped["catalogs"]] == ["alpha"]
     assert [c["name"] for c in everything["catalogs"]] == ["alpha", "beta"]
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-AUTH-5")
+async def test_the_routed_mount_shows_a_scoped_principal_only_the_catalogs_it_reaches() -> None:
+    built = assemble(
+        ("alpha", "beta", "gamma"),
+        routed=True,
+        authority=_authority(),
+        proxy_tools={"alpha": ("discover", "status")},
+    )
+    with serving(built.app) as base:
+        async with mcp_client(f"{base}/mcp/routed", token=A_TOKEN) as client:
+            init = client.session.initialize_result
+            tools = (await client.list_tools()).tools
+            hidden_call = await client.call_tool(
+                "call", {"catalog": "alpha", "server": "s", "tool": "t"}
+            )
+            unknown = await client.call_tool("status", {"catalog": "nowhere"})
+            implicit = await client.call_tool("status", {})
+        async with mcp_client(f"{base}/mcp/routed", token=ROOT_TOKEN) as client:
+            root_tools = (await client.list_tools()).tools
+    seen = json.dumps([t.model_dump() for t in tools]) + (init.instructions or "" if init else "")
+    seen += tool_text(hidden_call) + tool_text(unknown)
+    # names, tools and policies of beta/gamma appear nowhere alice can read
+    assert "beta" not in seen and "gamma" not in seen
+    assert sorted(t.name for t in tools) == ["discover", "status"]  # `call` is only beta/gamma's
+    assert all(t.input_schema["properties"]["catalog"]["enum"] == ["alpha"] for t in tools)
+    assert error_code(hidden_call) == "unknown_proxy_tool"
+    assert error_code(unknown) == "unknown_catalog"
+    assert json.loads(tool_text(implicit))["catalog"] == "alpha"  # the only catalog it reaches
+    assert sorted(t.name for t in root_tools) == ["call", "discover", "status"]
+    assert root_tools[0].input_schema["properties"]["catalog"]["enum"] == ["alpha", "beta", "gamma"]

@@ -170,6 +170,7 @@ async def test_routed_policy_refusals_name_the_catalog_and_the_config_key(
 
 
 @pytest.mark.promise("P-AUTH-2")
+@pytest.mark.promise("P-AUTH-5")
 async def test_a_principal_scoped_to_alpha_cannot_reach_beta_through_either_mount(
     served: tuple[ServedApp, str],
 ) -> None:
@@ -192,16 +193,22 @@ async def test_a_principal_scoped_to_alpha_cannot_reach_beta_through_either_moun
         call_b = await client.call_tool("call", {"catalog": "beta", **echo})  # beta hides call
         call_g = await client.call_tool("call", {"catalog": "gamma", **echo})  # gamma exposes it
         status_a = await client.call_tool("status", {"catalog": "alpha"})
-    assert own_endpoint.status_code == 403
-    assert {tool: r.status_code for tool, r in direct.items()} == dict.fromkeys(direct, 403)
+    # P-AUTH-5: beta and gamma answer exactly as catalogs that do not exist
+    assert own_endpoint.status_code == 404
+    assert {tool: r.status_code for tool, r in direct.items()} == dict.fromkeys(direct, 404)
     assert listed == ["call", "discover", "status"]
-    assert error_code(status_b) == "catalog_forbidden"
-    assert error_code(discover_b) == "catalog_forbidden"
+    assert error_code(status_b) == "unknown_catalog"
+    assert error_code(discover_b) == "unknown_catalog"
     # authorization comes first: an outsider learns nothing about beta's policy
-    assert error_code(call_b) == "catalog_forbidden"
-    assert error_code(call_g) == "catalog_forbidden"
+    assert error_code(call_b) == "unknown_catalog"
+    assert error_code(call_g) == "unknown_catalog"
     assert not status_a.is_error
     assert not [r for r in _audits(app) if r.catalog != "alpha" and r.outcome == "ok"]
+    assert app.audit is not None
+    refused = [(r.catalog, r.principal, r.outcome) for r in app.audit.records]
+    assert refused == [("beta", "alice", "catalog_forbidden")] * 4 + [
+        ("beta", "alice", "catalog_forbidden")
+    ] * 3 + [("gamma", "alice", "catalog_forbidden")]
 
 
 @pytest.mark.promise("P-AUTH-1")
@@ -258,9 +265,23 @@ async def test_instructions_name_the_tools_as_each_mount_shows_them(
             assert result is not None
             texts[path] = result.instructions or ""
     assert "`alpha_discover`" in texts["/mcp/alpha"] and "`discover`" not in texts["/mcp/alpha"]
-    assert 'catalog="beta": discover, status' in texts["/mcp/routed"]
-    assert 'catalog="alpha": discover, status, call' in texts["/mcp/routed"]
+    # one text goes to every client and alice reaches only alpha: it names no catalog (P-AUTH-5)
+    assert "`catalog`" in texts["/mcp/routed"] and "`discover`" in texts["/mcp/routed"]
+    assert not any(c in texts["/mcp/routed"] for c in CATALOGS)
     assert "alpha_" not in texts["/mcp/routed"]
+
+
+async def test_routed_instructions_name_each_catalog_when_every_principal_reaches_all(
+    served_open: tuple[ServedApp, str],
+) -> None:
+    _, base = served_open
+    async with mcp_client(f"{base}/mcp/routed", mode="legacy") as client:
+        result = client.session.initialize_result
+        assert result is not None
+        text = result.instructions or ""
+    assert 'catalog="beta": discover, status' in text
+    assert 'catalog="alpha": discover, status, call' in text
+    assert "alpha_" not in text
 
 
 INSPECTOR_DIRS = (".tools/inspector", "tools/inspector", ".")

@@ -180,8 +180,15 @@ async def test_scope_escalation_via_a_duplicate_principal_is_refused_and_scope_h
                 own = await client.call_tool("call", {"catalog": "research", **echo})
             with http_client(base, RESEARCH_TOKEN) as http:
                 direct = [http.post(f"/mcp/{c}", json={}).status_code for c in ("ops", "dev")]
+    # ops and dev answer as catalogs that do not exist (P-AUTH-5); the audit says the truth
     assert {key: error_code(r) for key, r in attempts.items()} == dict.fromkeys(
-        attempts, "catalog_forbidden"
+        attempts, "unknown_catalog"
     )
     assert not own.is_error and "x" in tool_text(own)
-    assert direct == [403, 403]
+    assert direct == [404, 404]
+    assert app.audit is not None
+    refused = [(r.catalog, r.principal, r.outcome) for r in app.audit.records]
+    assert refused == [(c, "mallory", "catalog_forbidden") for c, _ in attempts] + [
+        ("ops", "mallory", "catalog_forbidden"),
+        ("dev", "mallory", "catalog_forbidden"),
+    ]

@@ -1,4 +1,4 @@
-"""The audit log: one JSON line per `call`, holding the argument *shape*, never values.
+"""The audit log: one JSON line per call or refusal, holding the argument *shape*, never values.
 
 P-LOG-2: a record names time, catalog, principal, server, tool, duration,
 outcome and the keys/types of the arguments. P-LOG-1: anything that could
@@ -114,7 +114,13 @@ def _header_credentials(values: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class AuditRecord:
-    """One proxy tool call. ``server``/``tool`` name the upstream target of a `call`."""
+    """One proxy tool call, or one refusal (P-AUDIT-1).
+
+    ``server``/``tool`` name the upstream target of a `call`. A refusal made
+    before any catalog's handlers ran (the HTTP layer, the routed mount) names
+    the mount as ``catalog`` unless the real catalog is known; ``http_status``
+    and ``path`` are set only for refusals the HTTP layer answered itself.
+    """
 
     time: str
     catalog: str
@@ -126,6 +132,8 @@ class AuditRecord:
     outcome: str
     arguments: Any
     repairs: tuple[str, ...] = ()
+    http_status: int | None = None
+    path: str | None = None
 
 
 def utc_now() -> str:
@@ -156,6 +164,9 @@ class AuditLog:
                 self.records.append(record)
             return
         data = {name: getattr(record, name) for name in _FIELDS}
+        for name in _HTTP_ONLY:  # a call's line stays as it was
+            if data[name] is None:
+                del data[name]
         if not self.redactor.empty:
             data = self.redactor.data(data)
         line = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
@@ -177,3 +188,4 @@ class AuditLog:
 
 
 _FIELDS: Final = tuple(f.name for f in fields(AuditRecord))
+_HTTP_ONLY: Final = ("http_status", "path")

@@ -127,6 +127,11 @@ class TokenAuthority:
             return ANONYMOUS
         return self._principals.get(name) if name is not None else None
 
+    def reaches_all(self, catalogs: Iterable[str]) -> bool:
+        """Whether every configured principal reaches every one of ``catalogs`` (or auth is off)."""
+        wanted = tuple(catalogs)
+        return all(len(p.reachable(wanted)) == len(wanted) for p in self._principals.values())
+
     def authorize(self, principal: str | None, catalog: str, tool: str) -> None:
         """The per-call decision ProxyHandlers makes; raises PolicyError. Fails closed."""
         found = self.principal(principal)

@@ -47,6 +47,7 @@ class CallContext:
 
     client: str | None = None
     progress: ProgressFnT | None = None
+    principal: str | None = None
 
 
 CALL_CONTEXT: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(

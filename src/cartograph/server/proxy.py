@@ -57,8 +57,14 @@ def build_proxy_server(
 ) -> Server[Any]:
     """A low-level MCP server exposing ``handlers``' tools (discover/status/call)."""
 
-    async def on_list_tools(_ctx: Ctx, _params: PaginatedRequestParams | None) -> ListToolsResult:
-        return ListToolsResult(tools=handlers.list_tools())
+    async def on_list_tools(ctx: Ctx, _params: PaginatedRequestParams | None) -> ListToolsResult:
+        # The routed mount lists only what this principal reaches (P-AUTH-5).
+        principal = principal_of(ctx) if principal_of is not None else None
+        token = CALL_CONTEXT.set(CallContext(client=client_key(ctx), principal=principal))
+        try:
+            return ListToolsResult(tools=handlers.list_tools())
+        finally:
+            CALL_CONTEXT.reset(token)
 
     async def on_call_tool(ctx: Ctx, params: CallToolRequestParams) -> CallToolResult:
         principal = principal_of(ctx) if principal_of is not None else None
@@ -66,7 +72,9 @@ def build_proxy_server(
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(progress, total, message)
 
-        token = CALL_CONTEXT.set(CallContext(client=client_key(ctx), progress=progress))
+        token = CALL_CONTEXT.set(
+            CallContext(client=client_key(ctx), progress=progress, principal=principal)
+        )
         try:
             return await handlers.call_tool(
                 params.name, dict(params.arguments or {}), principal=principal

@@ -15,21 +15,32 @@ catalogs' tools once, and every tool gains a ``catalog`` argument:
 * once ``catalog`` is resolved the call goes into that catalog's own
   :class:`ToolSurface` (its ``ProxyHandlers``), the same path its per-catalog
   endpoint uses, so exactly one authorization decision and one audit record
-  happen, at the target, naming the real catalog. This class authorizes
-  nothing and audits nothing itself.
+  happen, at the target, naming the real catalog;
+* a principal sees only the catalogs it reaches (P-AUTH-5): the ``catalog``
+  enum, the tool union, every error and the instructions are built from them,
+  and a catalog it cannot reach is answered exactly like one that does not
+  exist;
+* a call refused here, before any target runs it (no ``catalog``, an unknown
+  one, one the principal cannot reach), is audited here, once (P-AUDIT-1);
+  the record of an unreachable catalog names that catalog and says
+  ``catalog_forbidden``.
 """
 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from mcp.types import CallToolResult, Tool
 
+from cartograph.config.catalogs import ROUTED_NAME
 from cartograph.errors import CallError, ConfigError, PolicyError
+from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
 from cartograph.gateway.results import error_code, error_result
-from cartograph.server.handlers import ToolSurface
+from cartograph.server.auth import TokenAuthority
+from cartograph.server.handlers import CALL_CONTEXT, ToolSurface
 
 CATALOG_ARGUMENT: Final = "catalog"
 UNKNOWN_TOOL_CODES: Final = frozenset({"unknown_proxy_tool", "unknown_tool"})
@@ -72,13 +83,25 @@ def policy_key(catalog: str) -> str:
 
 
 class RoutedHandlers:
-    """A :class:`ToolSurface` over several catalogs' own surfaces (built without prefix)."""
+    """A :class:`ToolSurface` over several catalogs' own surfaces (built without prefix).
 
-    def __init__(self, targets: Mapping[str, ToolSurface]) -> None:
+    ``authority`` (when auth is on) decides which catalogs each principal sees;
+    ``audit`` receives the refusals made here, before any target runs.
+    """
+
+    def __init__(
+        self,
+        targets: Mapping[str, ToolSurface],
+        *,
+        authority: TokenAuthority | None = None,
+        audit: AuditLog | None = None,
+    ) -> None:
         if not targets:
             raise ConfigError("the routed mount needs at least one catalog.", code="no_catalogs")
         self._targets = dict(targets)
         self._names = tuple(self._targets)
+        self._authority = authority
+        self._audit = audit
 
     @property
     def catalogs(self) -> tuple[str, ...]:
@@ -88,18 +111,31 @@ class RoutedHandlers:
     def catalog_required(self) -> bool:
         return len(self._names) > 1
 
-    def exposed(self) -> dict[str, tuple[str, ...]]:
-        """Each catalog's tool names, as its own policy exposes them."""
-        return {name: tuple(t.name for t in s.list_tools()) for name, s in self._targets.items()}
+    def reachable(self, principal: str | None) -> tuple[str, ...]:
+        """The routed catalogs ``principal`` may use, in configured order (all, auth off)."""
+        if self._authority is None or not self._authority.enabled:
+            return self._names
+        found = self._authority.principal(principal)
+        return found.reachable(self._names) if found is not None else ()
+
+    def _current(self) -> tuple[str, ...]:
+        context = CALL_CONTEXT.get()
+        return self.reachable(context.principal if context is not None else None)
+
+    def exposed(self, catalogs: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:
+        """Each catalog's tool names, as its own policy exposes them (default: all catalogs)."""
+        names = self._names if catalogs is None else catalogs
+        return {n: tuple(t.name for t in self._targets[n].list_tools()) for n in names}
 
     def list_tools(self) -> list[Tool]:
-        """The union of the catalogs' tools, first descriptor wins, each with ``catalog``."""
+        """The union of the reachable catalogs' tools (first descriptor wins), with ``catalog``."""
+        reachable = self._current()
         union: dict[str, Tool] = {}
-        for surface in self._targets.values():
-            for tool in surface.list_tools():
+        for name in reachable:
+            for tool in self._targets[name].list_tools():
                 union.setdefault(tool.name, tool)
-        required = self.catalog_required
-        return [with_catalog_property(t, self._names, required=required) for t in union.values()]
+        required = len(reachable) > 1
+        return [with_catalog_property(t, reachable, required=required) for t in union.values()]
 
     async def release_client(self, client: str) -> None:
         """A routed-mount session ended: every catalog closes that client's upstream sessions."""
@@ -112,39 +148,80 @@ class RoutedHandlers:
         self, name: str, arguments: dict[str, Any], *, principal: str | None
     ) -> CallToolResult:
         """Resolve ``catalog``, then hand the call to that catalog's own surface."""
+        started = time.perf_counter()
         rest = dict(arguments)
-        catalog = self._resolve_catalog(rest.pop(CATALOG_ARGUMENT, None), name)
+        reachable = self.reachable(principal)
+        try:
+            catalog = self._resolve_catalog(rest.pop(CATALOG_ARGUMENT, None), name, reachable)
+        except _Refused as refused:
+            self._audit_refusal(refused, name, rest, principal, started)
+            return error_result(refused.error)
         result = await self._targets[catalog].call_tool(name, rest, principal=principal)
         if error_code(result) in UNKNOWN_TOOL_CODES:
-            return self._explain_unknown(name, catalog, result)
+            return self._explain_unknown(name, catalog, result, reachable)
         return result
 
-    def _resolve_catalog(self, value: object, tool: str) -> str:
-        if value is None and not self.catalog_required:
-            return self._names[0]
+    def _resolve_catalog(self, value: object, tool: str, reachable: Sequence[str]) -> str:
+        """The catalog to run in; raises _Refused naming only ``reachable`` catalogs."""
+        listed = ", ".join(reachable) or "(none)"
+        if value is None and len(reachable) == 1:
+            return reachable[0]
         if value is None:
-            raise CallError(
-                f"{tool!r} needs a {CATALOG_ARGUMENT!r} argument on this server: one of "
-                f"{', '.join(self._names)}.",
-                code="catalog_required",
-                catalogs=list(self._names),
+            raise _Refused(
+                CallError(
+                    f"{tool!r} needs a {CATALOG_ARGUMENT!r} argument on this server: one of "
+                    f"{listed}.",
+                    code="catalog_required",
+                    catalogs=list(reachable),
+                )
             )
-        if not isinstance(value, str) or value not in self._targets:
-            raise CallError(
-                f"{CATALOG_ARGUMENT}={value!r} is not served here; use one of "
-                f"{', '.join(self._names)}.",
+        if isinstance(value, str) and value in reachable:
+            return value
+        forbidden = isinstance(value, str) and value in self._targets
+        raise _Refused(
+            CallError(
+                f"{CATALOG_ARGUMENT}={value!r} is not served here; use one of {listed}.",
                 code="unknown_catalog",
-                catalogs=list(self._names),
-            )
-        return value
+                catalogs=list(reachable),
+            ),
+            catalog=str(value) if forbidden else ROUTED_NAME,
+            outcome="catalog_forbidden" if forbidden else "unknown_catalog",
+        )
 
-    def _explain_unknown(self, tool: str, catalog: str, refusal: CallToolResult) -> CallToolResult:
+    def _audit_refusal(
+        self,
+        refused: _Refused,
+        tool: str,
+        arguments: dict[str, Any],
+        principal: str | None,
+        started: float,
+    ) -> None:
+        if self._audit is None:
+            return
+        self._audit.write(
+            AuditRecord(
+                time=utc_now(),
+                catalog=refused.catalog,
+                principal=principal,
+                proxy_tool=tool,
+                server=None,
+                tool=None,
+                duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
+                outcome=refused.outcome,
+                arguments=argument_shape(arguments),
+            )
+        )
+
+    def _explain_unknown(
+        self, tool: str, catalog: str, refusal: CallToolResult, reachable: Sequence[str]
+    ) -> CallToolResult:
         """The target refused (and audited) a tool it does not expose; name the key that gates it.
 
         The union lists ``tool`` because a sibling exposes it, so "unknown tool"
         would mislead: the agent needs the catalog and the operator the config key.
+        Only catalogs the principal reaches are named.
         """
-        offering = [c for c, tools in self.exposed().items() if tool in tools]
+        offering = [c for c, tools in self.exposed(reachable).items() if tool in tools]
         if not offering:
             return refusal
         key = policy_key(catalog)
@@ -160,7 +237,19 @@ class RoutedHandlers:
         )
 
     def instructions(self) -> str:
-        """What the agent reads: the bare tool names and the ``catalog`` value to pass."""
+        """What the agent reads: the bare tool names and the ``catalog`` value to pass.
+
+        The SDK sends one text to every client, so with principals of differing
+        reach it names no catalog and points at the ``catalog`` enum, which is
+        built per principal (P-AUTH-5).
+        """
+        if not self._everyone_reaches_all():
+            return (
+                "Cartograph serves several catalogs through one set of tools. Every tool takes "
+                f"a `{CATALOG_ARGUMENT}` argument naming the catalog to act in; the values you "
+                "may use are the `enum` of that argument in `tools/list`. Find a tool with "
+                "`discover` in a catalog, then run it with `call` passing the same catalog."
+            )
         exposed = self.exposed()
         lines = [
             f"Cartograph serves {len(self._names)} catalog(s) through one set of tools. "
@@ -180,3 +269,18 @@ class RoutedHandlers:
                 "passing the same catalog."
             )
         return "\n".join(lines)
+
+    def _everyone_reaches_all(self) -> bool:
+        return self._authority is None or self._authority.reaches_all(self._names)
+
+
+class _Refused(Exception):
+    """A routed call refused before any target ran it, and what its audit record says."""
+
+    def __init__(
+        self, error: CallError, *, catalog: str = ROUTED_NAME, outcome: str | None = None
+    ) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.catalog = catalog
+        self.outcome = outcome or error.code

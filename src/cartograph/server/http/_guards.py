@@ -11,7 +11,7 @@ reading or JSON-RPC parsing.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from starlette.datastructures import Headers
@@ -84,13 +84,25 @@ class OriginPolicy:
         return any(value.startswith(p) and value[len(p) :].isdigit() for p in self._any_port)
 
 
+Refused = Callable[[Scope, int, str], None]
+"""Told of each refusal (scope, status, code) so it can be audited (P-AUDIT-1)."""
+
+
 class GuardMiddleware:
     """421 for a foreign ``Host``, 403 for a foreign ``Origin``; nothing else is touched."""
 
-    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, origins: OriginPolicy) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        hosts: HostPolicy,
+        origins: OriginPolicy,
+        on_refuse: Refused | None = None,
+    ) -> None:
         self.app = app
         self.hosts = hosts
         self.origins = origins
+        self.on_refuse = on_refuse
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -98,17 +110,18 @@ class GuardMiddleware:
             return
         headers = Headers(scope=scope)
         if not self.hosts.allows(headers.get("host")):
-            await _refuse(421, "misdirected_host", "Host header does not name this server.")(
-                scope, receive, send
-            )
+            await self._refuse(
+                scope, 421, "misdirected_host", "Host header does not name this server."
+            )(scope, receive, send)
             return
         if not self.origins.allows(headers.get("origin")):
-            await _refuse(
-                403, "origin_forbidden", "Origin is not allow-listed (http.allowed_origins)."
+            await self._refuse(
+                scope, 403, "origin_forbidden", "Origin is not allow-listed (http.allowed_origins)."
             )(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
-
-def _refuse(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+    def _refuse(self, scope: Scope, status: int, code: str, message: str) -> JSONResponse:
+        if self.on_refuse is not None:
+            self.on_refuse(scope, status, code)
+        return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)

@@ -7,15 +7,20 @@ Request path, outermost first:
 3. mount resolution — ``/mcp/<name>``, ``/mcp?catalog=<name>``, ``/mcp`` with one
    catalog, ``/mcp/routed`` when routing is on; two channels that disagree, or
    any ``?catalog=`` on the routed mount, are 400 (P-HTTP-5); unknown is 404;
-4. the metadata gate — 403 unless the principal may reach this catalog (per-catalog)
-   or at least one routed catalog (routed mount);
+4. the metadata gate — a catalog the principal may not reach is answered exactly like
+   one that does not exist (404, P-AUTH-5); the routed mount is 403 unless the
+   principal reaches at least one routed catalog;
 5. the mount's own SDK session manager, which refuses bodies over the limit with
    413 before parsing (P-HTTP-3) and binds each session to its principal (P-HTTP-4).
+
+Every refusal on that path, whichever layer answers it, writes one audit record
+(P-AUDIT-1, see ``_audit.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -34,8 +39,10 @@ from cartograph import __version__
 from cartograph.config.catalogs import ROUTED_NAME, MountMode
 from cartograph.config.model import DEFAULT_MAX_BODY_BYTES
 from cartograph.errors import AuthenticationError, ConfigError
+from cartograph.gateway.audit import AuditLog
 from cartograph.server.auth import Principal, TokenAuthority
 from cartograph.server.handlers import ToolSurface
+from cartograph.server.http._audit import HttpAudit
 from cartograph.server.http._guards import GuardMiddleware, HostPolicy, OriginPolicy
 from cartograph.server.http._mount import PRINCIPAL_SCOPE_KEY, build_mount_server
 from cartograph.server.http._sessions import SessionEnded, SessionManager
@@ -70,9 +77,21 @@ class HttpSettings:
 
 
 class _Refusal(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    """An HTTP refusal; ``outcome``/``catalog`` are what the audit says when it knows more."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        outcome: str | None = None,
+        catalog: str = "",
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.outcome = outcome or code
+        self.catalog = catalog
 
     def response(self) -> Response:
         body = {
@@ -187,39 +206,72 @@ def _resolve(mounts: _Mounts, path_name: str | None, query: QueryParams) -> _Mou
         )
     mount = mounts.per_catalog.get(name)
     if mount is None:
-        raise _Refusal(404, "unknown_catalog", f"no catalog {name!r} here; see {HEALTH_PATH}.")
+        raise _no_such_catalog(name)
     return mount
 
 
+def _no_such_catalog(name: str, **audit: str) -> _Refusal:
+    return _Refusal(
+        404, "unknown_catalog", f"no catalog {name!r} here; see {HEALTH_PATH}.", **audit
+    )
+
+
 def _gate(principal: Principal, mount: _Mount) -> None:
-    """The metadata gate: reach this catalog, or at least one routed catalog."""
-    if not principal.reachable(mount.catalogs):
-        raise _Refusal(
-            403,
-            "catalog_forbidden",
-            f"principal {principal.name!r} may not use {MCP_PATH}/{mount.label}.",
-        )
+    """The metadata gate: reach this catalog, or at least one routed catalog.
+
+    A per-catalog endpoint the principal may not reach answers exactly as a
+    catalog that does not exist, so probing paths learns no names (P-AUTH-5);
+    the audit record still says what happened.
+    """
+    if principal.reachable(mount.catalogs):
+        return
+    if not mount.routed:
+        raise _no_such_catalog(mount.label, outcome="catalog_forbidden", catalog=mount.label)
+    raise _Refusal(
+        403,
+        "catalog_forbidden",
+        f"principal {principal.name!r} may not use {MCP_PATH}/{mount.label}.",
+        catalog=mount.label,
+    )
 
 
 class _McpEndpoint:
     """ASGI endpoint for ``/mcp`` and ``/mcp/{name}``."""
 
-    def __init__(self, mounts: _Mounts, authority: TokenAuthority) -> None:
+    def __init__(self, mounts: _Mounts, authority: TokenAuthority, audit: HttpAudit) -> None:
         self.mounts = mounts
         self.authority = authority
+        self.audit = audit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        principal: Principal | None = None
         try:
             principal = _authenticate(self.authority, Headers(scope=scope))
             path_name = scope.get("path_params", {}).get("name")
             mount = _resolve(self.mounts, path_name, QueryParams(scope.get("query_string", b"")))
             _gate(principal, mount)
         except _Refusal as refusal:
+            self.audit.refused(
+                scope,
+                refusal.status,
+                refusal.outcome,
+                catalog=refusal.catalog,
+                principal=self._name(principal),
+                started=started,
+            )
             await refusal.response()(scope, receive, send)
             return
-        await mount.manager.handle_request(
-            _with_principal(scope, principal, self.authority), receive, send
+        watched = self.audit.watching(
+            scope, send, catalog=mount.label, principal=self._name(principal), started=started
         )
+        await mount.manager.handle_request(
+            _with_principal(scope, principal, self.authority), receive, watched
+        )
+
+    def _name(self, principal: Principal | None) -> str | None:
+        """The principal as audit records name it (None when auth is off, as for calls)."""
+        return principal.name if principal is not None and self.authority.enabled else None
 
 
 def _authenticate(authority: TokenAuthority, headers: Headers) -> Principal:
@@ -279,11 +331,17 @@ def build_http_app(
     authority: TokenAuthority,
     routed: RoutedHandlers | None = None,
     settings: HttpSettings | None = None,
+    audit: AuditLog | None = None,
 ) -> Starlette:
-    """The whole HTTP surface; ``routed`` given means routing is on (``/mcp/routed``)."""
+    """The whole HTTP surface; ``routed`` given means routing is on (``/mcp/routed``).
+
+    ``audit`` receives a record for every refusal the HTTP layer answers itself
+    (default: an in-memory log, kept as ``app.state.audit``).
+    """
     settings = settings or HttpSettings()
     mounts = _build_mounts(catalogs, routed, settings)
-    endpoint = _McpEndpoint(mounts, authority)
+    refusals = HttpAudit(audit if audit is not None else AuditLog())
+    endpoint = _McpEndpoint(mounts, authority, refusals)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -296,10 +354,13 @@ def build_http_app(
         GuardMiddleware,
         hosts=HostPolicy(settings.bind_host, settings.allowed_hosts),
         origins=OriginPolicy(settings.allowed_origins),
+        on_refuse=lambda scope, status, code: refusals.refused(scope, status, code),
     )
     routes = [
         Route(HEALTH_PATH, _health_endpoint(mounts, authority), methods=["GET"]),
         Route(MCP_PATH, endpoint),
         Route(MCP_PATH + "/{name}", endpoint),
     ]
-    return Starlette(routes=routes, middleware=[guard], lifespan=lifespan)
+    app = Starlette(routes=routes, middleware=[guard], lifespan=lifespan)
+    app.state.audit = refusals.log
+    return app

@@ -25,6 +25,7 @@ from cartograph.config.catalogs import (
 )
 from cartograph.config.model import Config
 from cartograph.errors import ConfigError
+from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.handlers import ToolSurface
 from cartograph.server.http._guards import WILDCARD_BINDS, is_loopback
@@ -135,6 +136,8 @@ class ServedApp:
     catalogs: tuple[ResolvedCatalog, ...]
     mounts: tuple[CatalogMount, ...]
     routed_targets: Mapping[str, ToolSurface]
+    audit: AuditLog | None = None
+    """Where refusals made before any catalog's handlers (HTTP layer, routed mount) go."""
 
 
 @contextlib.asynccontextmanager
@@ -160,17 +163,23 @@ async def http_app(
         allowed_hosts=config.http.allowed_hosts,
     )
     routed = mode == "routed"
-    async with surfaces(config, catalogs, authority, routed, attest_in_memory=attest_in_memory) as (
-        mounts,
-        targets,
-    ):
-        app = build_http_app(
-            mounts,
-            authority=authority,
-            routed=RoutedHandlers(targets) if routed else None,
-            settings=settings_for(config, bind),
-        )
-        yield ServedApp(app, mode, catalogs, tuple(mounts), targets)
+    audit = AuditLog(config.gateway.audit_log, redactor=Redactor.from_config(config))
+    try:
+        async with surfaces(
+            config, catalogs, authority, routed, attest_in_memory=attest_in_memory
+        ) as (mounts, targets):
+            app = build_http_app(
+                mounts,
+                authority=authority,
+                routed=RoutedHandlers(targets, authority=authority, audit=audit)
+                if routed
+                else None,
+                settings=settings_for(config, bind),
+                audit=audit,
+            )
+            yield ServedApp(app, mode, catalogs, tuple(mounts), targets, audit)
+    finally:
+        audit.close()
 
 
 async def run_http(

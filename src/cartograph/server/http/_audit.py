@@ -1,0 +1,100 @@
+"""Audit records for the refusals the HTTP layer answers itself (P-AUDIT-1).
+
+A request refused before any catalog's handlers run — a foreign ``Host``
+(421) or ``Origin`` (403), a missing or wrong token (401), a catalog the
+principal may not use, an oversized body (413), an unknown session — used to
+leave no trace, so token guessing was invisible. Each now writes one record
+to the same audit trail the tool calls use. The record holds the status,
+the refusal code, the request path (bounded, without its query string), the
+authenticated principal when there is one, and never a header value: no
+token can reach it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from starlette.types import Message, Scope, Send
+
+from cartograph.gateway.audit import AuditLog, AuditRecord, utc_now
+
+MAX_AUDIT_PATH: Final = 256
+"""Characters of the request path kept in a record; a longer path is cut, never dropped."""
+
+SDK_REFUSALS: Final[Mapping[int, str]] = {
+    400: "bad_request",
+    404: "unknown_session",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+}
+"""Outcome codes for the statuses the SDK's session manager answers with on its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpAudit:
+    """Writes one :class:`AuditRecord` per HTTP-level refusal."""
+
+    log: AuditLog
+
+    def refused(
+        self,
+        scope: Scope,
+        status: int,
+        outcome: str,
+        *,
+        catalog: str = "",
+        principal: str | None = None,
+        started: float | None = None,
+    ) -> None:
+        """Record that the HTTP layer answered ``status`` (``outcome`` is the refusal code)."""
+        elapsed = 0.0 if started is None else (time.perf_counter() - started) * 1000.0
+        path = str(scope.get("path", ""))[:MAX_AUDIT_PATH]
+        self.log.write(
+            AuditRecord(
+                time=utc_now(),
+                catalog=catalog,
+                principal=principal,
+                proxy_tool=str(scope.get("method", "")),
+                server=None,
+                tool=None,
+                duration_ms=round(elapsed, 3),
+                outcome=outcome,
+                arguments=None,
+                http_status=status,
+                path=path,
+            )
+        )
+
+    def watching(
+        self, scope: Scope, send: Send, *, catalog: str, principal: str | None, started: float
+    ) -> Send:
+        """``send``, auditing the response if the SDK itself refuses the request (4xx/5xx).
+
+        Only the first response start counts: the SDK can try a second one (a
+        500) after a client went away mid-response, which is no refusal.
+        """
+        seen = False
+
+        async def watched(message: Message) -> None:
+            nonlocal seen
+            if message["type"] == "http.response.start" and not seen:
+                seen = True
+                status = int(message["status"])
+                if status >= 400:
+                    outcome = SDK_REFUSALS.get(status, f"http_{status}")
+                    self.refused(
+                        scope,
+                        status,
+                        outcome,
+                        catalog=catalog,
+                        principal=principal,
+                        started=started,
+                    )
+            await send(message)
+
+        return watched
