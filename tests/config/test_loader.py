@@ -265,3 +265,62 @@ def test_the_demo_federation_config_loads() -> None:
     config = load_config(demo, environ={})
     assert len(config.servers) >= 15
     assert all(s.cwd == demo.parent for s in config.servers if s.transport == "stdio")
+
+
+# -- issue 13: values and documents that used to load silently wrong --------------------
+
+
+@pytest.mark.promise("P-REL-1")
+@pytest.mark.parametrize("value", ["inf", "+inf", "nan", "-5", "0", "1e12"])
+def test_a_call_timeout_of_infinity_nan_or_below_zero_is_refused_at_load(
+    tmp_path: Path, value: str
+) -> None:
+    for where in ("[servers.a]\ncommand = 'x'\n", "[defaults]\n"):
+        body = f"{where}call_timeout = {value}\n"
+        if where == "[defaults]\n":
+            body += "[servers.a]\ncommand = 'x'\n"
+        error = load_error(tmp_path, body)
+        assert error.code == "config_invalid"
+        assert "call_timeout" in error.message
+
+
+@pytest.mark.promise("P-REL-1")
+def test_an_infinite_breaker_cooldown_or_connect_timeout_is_refused(tmp_path: Path) -> None:
+    assert load_error(tmp_path, "[gateway]\nbreaker_cooldown = inf\n").code == "config_invalid"
+    body = "[servers.a]\ncommand = 'x'\nconnect_timeout = nan\n"
+    assert load_error(tmp_path, body).code == "config_invalid"
+
+
+@pytest.mark.promise("P-NAME-1")
+def test_a_server_written_twice_in_imported_mcp_servers_json_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "client.json").write_text(
+        '{"mcpServers": {"files": {"command": "a"}, "files": {"command": "b"}}}',
+        encoding="utf-8",
+    )
+    error = load_error(tmp_path, 'mcp_json = "client.json"\n')
+    assert error.code == "config_duplicate_key"
+    assert "'files'" in error.message and "client.json" in error.message
+
+
+@pytest.mark.promise("P-NAME-1")
+def test_mcp_servers_and_vs_code_servers_in_one_json_file_are_refused_not_dropped(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "client.json").write_text(
+        json.dumps({"mcpServers": {"a": {"command": "a"}}, "servers": {"b": {"command": "b"}}}),
+        encoding="utf-8",
+    )
+    error = load_error(tmp_path, 'mcp_json = "client.json"\n')
+    assert error.code == "config_mcp_json_ambiguous"
+    assert "'mcpServers'" in error.message and "'servers'" in error.message
+
+
+def test_native_servers_and_inline_mcp_servers_in_toml_are_merged_explicitly(
+    tmp_path: Path,
+) -> None:
+    config = load_config(
+        write(tmp_path, '[servers.a]\ncommand = "a"\n[mcpServers.b]\ncommand = "b"\n'), environ={}
+    )
+    assert [s.name for s in config.servers] == ["a", "b"]
+    clash = load_error(tmp_path, '[servers.a]\ncommand = "a"\n[mcpServers.a]\ncommand = "b"\n')
+    assert clash.code == "config_duplicate_server"

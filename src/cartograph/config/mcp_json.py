@@ -41,19 +41,53 @@ def read_mcp_json(path: Path, *, imported_by: Path) -> dict[str, Any]:
     """The server mapping of one JSON file (``mcpServers`` or VS Code's ``servers``)."""
     raw = read_bounded(path, MAX_MCP_JSON_BYTES, hint=f"named by 'mcp_json' in {imported_by}")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ConfigError(
             f"{path}: not valid JSON ({exc})", code="config_mcp_json", file=str(path)
         ) from None
+    except _DuplicateKey as exc:
+        raise ConfigError(
+            f"{path}: key {exc.key!r} appears twice in one object; JSON readers disagree on "
+            "which one wins, so remove one.",
+            code="config_duplicate_key",
+            file=str(path),
+            key=exc.key,
+        ) from None
     return server_mapping(data, where=str(path))
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing a key written twice (silently last-wins otherwise)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def server_mapping(data: Any, *, where: str) -> dict[str, Any]:
-    """Pick the server table out of a parsed JSON document."""
+    """Pick the server table out of a parsed JSON document.
+
+    A document holding both ``mcpServers`` and VS Code's ``servers`` is refused:
+    taking one would silently drop the other's servers.
+    """
     if not isinstance(data, dict):
         raise ConfigError(
             f"{where}: expected a JSON object with 'mcpServers'", code="config_mcp_json"
+        )
+    if "mcpServers" in data and "servers" in data:
+        raise ConfigError(
+            f"{where}: both 'mcpServers' and 'servers' are present; Cartograph would use one "
+            "and drop the other's servers, so move them all under one key.",
+            code="config_mcp_json_ambiguous",
         )
     servers = data.get("mcpServers", data.get("servers"))
     if not isinstance(servers, dict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -31,6 +31,11 @@ DEFAULT_MAX_TASK_CHARS: Final = 4000
 # Concurrent CPU jobs (query embedding, ranking, index builds) off the event loop.
 DEFAULT_CPU_WORKERS: Final = 2
 PROXY_TOOL_NAMES: Final = frozenset({"discover", "status", "call"})
+MAX_SECONDS: Final = 7 * 24 * 3600.0
+
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
+"""A duration: positive, finite and at most a week. ``inf`` would disable a deadline
+(P-REL-1) and ``nan`` compares false with everything, so both are refused at load."""
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 # How to negotiate the protocol era: "auto" probes 2026-07-28 and falls back to the
@@ -59,8 +64,8 @@ class ServerConfig(_Section):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
-    connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0)
-    call_timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, gt=0)
+    connect_timeout: Seconds = DEFAULT_CONNECT_TIMEOUT
+    call_timeout: Seconds = DEFAULT_CALL_TIMEOUT
     stateless: bool = False
     publisher: str | None = None
     protocol: Protocol = "auto"
@@ -73,7 +78,7 @@ class LLMGeneratorConfig(_Section):
     model: str = "gpt-4o-mini"
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = Field(default=4, ge=1, le=64)
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: Seconds = 60.0
     max_retries: int = Field(default=3, ge=0, le=10)
 
 
@@ -102,7 +107,7 @@ class GatewayConfig(_Section):
     max_in_flight: int = Field(default=DEFAULT_MAX_IN_FLIGHT, ge=1)
     queue_size: int = Field(default=DEFAULT_QUEUE_SIZE, ge=0)
     breaker_failures: int = Field(default=DEFAULT_BREAKER_FAILURES, ge=1)
-    breaker_cooldown: float = Field(default=DEFAULT_BREAKER_COOLDOWN, gt=0)
+    breaker_cooldown: Seconds = DEFAULT_BREAKER_COOLDOWN
     max_result_bytes: int = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024)
     audit_log: Path | None = None
 
