@@ -5,7 +5,8 @@ kills the process mid-call, ``malformed`` makes the reply itself broken on
 the wire, ``big`` returns an oversized result, ``flood`` sends a storm of
 ``tools/list_changed`` notifications, ``count`` is a per-process counter
 (one process = one upstream session), ``progress`` reports progress, and
-``mutate`` changes a tool's description and announces it. ``--start-delay``
+``mutate`` changes a tool's description and announces it, ``announce`` marks
+a file once the call is in flight upstream. ``--start-delay``
 makes start-up slow. Run: ``python tests/servers/scriptable.py [--start-delay S]``.
 """
 
@@ -64,6 +65,12 @@ def _tools() -> list[types.Tool]:
         tool("secret", "Fails with its environment's SECRET_TOKEN in the error.", {}, []),
         tool("pid", "Returns this server's process id.", {}, []),
         tool(
+            "announce",
+            "Creates the file at path (the call is now in flight), then sleeps.",
+            {"path": {"type": "string"}, "seconds": {"type": "number"}},
+            ["path", "seconds"],
+        ),
+        tool(
             "sleep",
             "Sleeps for the given seconds, then answers.",
             {"seconds": {"type": "number"}},
@@ -117,6 +124,10 @@ async def on_call_tool(
         return _text(f"failed with token {os.environ.get('SECRET_TOKEN', '')}", is_error=True)
     if name == "pid":
         return _text(str(os.getpid()))
+    if name == "announce":
+        await anyio.Path(str(args["path"])).write_text(str(os.getpid()), encoding="utf-8")
+        await anyio.sleep(float(args["seconds"]))
+        return _text("slept")
     if name == "sleep":
         await anyio.sleep(float(args["seconds"]))
         return _text("slept")

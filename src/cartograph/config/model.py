@@ -30,6 +30,8 @@ DEFAULT_MAX_RESULT_BYTES: Final = 1024 * 1024
 DEFAULT_MAX_TASK_CHARS: Final = 4000
 # Concurrent CPU jobs (query embedding, ranking, index builds) off the event loop.
 DEFAULT_CPU_WORKERS: Final = 2
+# After SIGTERM, how long `serve --http` lets in-flight calls finish before ending them.
+DEFAULT_SHUTDOWN_GRACE: Final = 10.0
 PROXY_TOOL_NAMES: Final = frozenset({"discover", "status", "call"})
 MAX_SECONDS: Final = 7 * 24 * 3600.0
 
@@ -127,6 +129,8 @@ class HttpConfig(_Section):
     allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
     mount_mode: Literal["per-catalog", "routed"] = "per-catalog"
+    # SIGTERM: in-flight calls get this long to finish, then end with `shutting_down` (P-REL-7).
+    shutdown_grace: float = Field(default=DEFAULT_SHUTDOWN_GRACE, ge=0, le=3600)
     tokens: tuple[TokenConfig, ...] = ()
 
     @model_validator(mode="after")

@@ -90,6 +90,10 @@ class ProxyHandlers:
         """A downstream client (an HTTP MCP session) ended: close its upstream sessions."""
         await self.runtime.gateway.release(client)
 
+    async def close_upstreams(self) -> None:
+        """Shutdown: end in-flight upstream calls with ``shutting_down``, close every session."""
+        await self.runtime.gateway.aclose()
+
     # -- listing ---------------------------------------------------------------
 
     def list_tools(self) -> list[Tool]:

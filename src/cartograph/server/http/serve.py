@@ -28,6 +28,13 @@ from cartograph.errors import ConfigError
 from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.handlers import ToolSurface
+from cartograph.server.http._drain import (
+    CLOSE_TIMEOUT,
+    Drain,
+    EndCalls,
+    Server,
+    shut_down_on_signal,
+)
 from cartograph.server.http._guards import WILDCARD_BINDS, is_loopback
 from cartograph.server.http.app import CatalogMount, HttpSettings, build_http_app
 from cartograph.server.routed import RoutedHandlers
@@ -190,15 +197,46 @@ async def run_http(
     on_ready: Callable[[str], None] | None = None,
     **options: Any,
 ) -> None:
-    """Bind, start the catalogs, serve until cancelled or signalled (options: see http_app)."""
+    """Bind, start the catalogs, serve until cancelled or signalled (options: see http_app).
+
+    A signal drains before anything closes (``_drain``): in-flight calls get
+    ``[http] shutdown_grace`` seconds, then end with ``shutting_down``.
+    """
     bind = host or config.http.host
     async with http_app(config, host=bind, **options) as served:
         sock = _bind_socket(bind, config.http.port if port is None else port)
-        server = uvicorn.Server(uvicorn.Config(served.app, log_level="warning", lifespan="on"))
+        drain = Drain(served.app)
+        server = Server(
+            uvicorn.Config(
+                drain,
+                log_level="warning",
+                lifespan="on",
+                timeout_graceful_shutdown=CLOSE_TIMEOUT,
+            )
+        )
         if on_ready is not None:
             name, bound_port = sock.getsockname()[:2]
             on_ready(f"http://{_url_host(name)}:{bound_port}")
-        await server.serve(sockets=[sock])
+        async with anyio.create_task_group() as group:
+            group.start_soon(
+                shut_down_on_signal,
+                server,
+                drain,
+                _upstream_closers(served),
+                config.http.shutdown_grace,
+            )
+            await server.serve(sockets=[sock])
+            group.cancel_scope.cancel()
+
+
+def _upstream_closers(served: ServedApp) -> list[EndCalls]:
+    """Each catalog's ``close_upstreams``, once per runtime (routed twins share one)."""
+    closers: dict[int, EndCalls] = {}
+    for surface in [m.surface for m in served.mounts] + list(served.routed_targets.values()):
+        close = getattr(surface, "close_upstreams", None)
+        if close is not None:
+            closers.setdefault(id(getattr(surface, "runtime", surface)), close)
+    return list(closers.values())
 
 
 def serve_http(config: Config, **options: Any) -> None:

@@ -1,0 +1,157 @@
+"""SIGTERM to ``serve --http`` mid-call: a result or ``shutting_down``, never a reset (P-REL-7).
+
+Before the fix uvicorn handled the signal itself: a handshake-era client's
+in-flight call ended with "SSE stream ended without a response", and the
+re-raised signal killed the process before any upstream session was closed.
+Each test drives the real proxy process with the SDK's streamable-HTTP client
+against a real slow upstream (``tests/servers/scriptable.py``).
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp.types import CallToolResult
+
+from tests.http.support import mcp_client
+from tests.servers.serving import ServeProcess, alive, serve_http
+from tests.servers.support import scriptable, toml_for
+
+CLIENT_MODES = ["legacy", "auto"]
+"""Handshake-era sessions (with their event stream) and the default 2026-07-28 exchange."""
+
+
+def write_config(tmp_path: Path, grace: float) -> Path:
+    path = tmp_path / "cartograph.toml"
+    body = toml_for(tmp_path / "state", scriptable("slow", call_timeout=60.0))
+    path.write_text(body + f"\n[http]\nshutdown_grace = {grace}\n")
+    return path
+
+
+def text(result: CallToolResult) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def error_code(result: CallToolResult) -> str | None:
+    if not result.is_error or result.structured_content is None:
+        return None
+    return str(result.structured_content["error"]["code"])
+
+
+async def call(client: Any, tool: str, **arguments: Any) -> CallToolResult:
+    result: CallToolResult = await client.call_tool(
+        "call", {"server": "slow", "tool": tool, "arguments": arguments}
+    )
+    return result
+
+
+async def wait_for_file(path: Path, limit: float = 20.0) -> None:
+    """Bounded wait for the upstream to mark that the call is in flight."""
+    with anyio.fail_after(limit):
+        while not await anyio.Path(path).exists():  # noqa: ASYNC110 - another process's file
+            await anyio.sleep(0.02)
+
+
+async def exits_leaving_no_child(served: ServeProcess, upstream_pid: int) -> int:
+    code = await anyio.to_thread.run_sync(served.wait, 30.0)
+    with anyio.fail_after(10):
+        while alive(upstream_pid):  # noqa: ASYNC110 - the child is another process
+            await anyio.sleep(0.05)
+    return code
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+@pytest.mark.promise("P-REL-7")
+async def test_sigterm_mid_call_lets_the_call_finish_within_the_grace(
+    tmp_path: Path, mode: str
+) -> None:
+    marker = tmp_path / "in-flight"
+    with serve_http(write_config(tmp_path, grace=30.0)) as served:
+        with anyio.fail_after(60):
+            async with mcp_client(served.mcp, mode=mode) as client:
+                upstream_pid = int(text(await call(client, "pid")))
+                results: list[CallToolResult] = []
+
+                async def slow_call() -> None:
+                    results.append(await call(client, "announce", path=str(marker), seconds=1.0))
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(slow_call)
+                    await wait_for_file(marker)
+                    served.signal(signal.SIGTERM)
+            code = await exits_leaving_no_child(served, upstream_pid)
+    assert [text(r) for r in results] == ["slept"]
+    assert code == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+@pytest.mark.promise("P-REL-7")
+async def test_sigterm_mid_call_past_the_grace_answers_shutting_down(
+    tmp_path: Path, mode: str
+) -> None:
+    marker = tmp_path / "in-flight"
+    with serve_http(write_config(tmp_path, grace=0.5)) as served:
+        with anyio.fail_after(60):
+            async with mcp_client(served.mcp, mode=mode) as client:
+                upstream_pid = int(text(await call(client, "pid")))
+                results: list[CallToolResult] = []
+
+                async def stuck_call() -> None:
+                    results.append(await call(client, "announce", path=str(marker), seconds=600))
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(stuck_call)
+                    await wait_for_file(marker)
+                    served.signal(signal.SIGTERM)
+            code = await exits_leaving_no_child(served, upstream_pid)
+    assert [error_code(r) for r in results] == ["shutting_down"]
+    assert code == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-7")
+async def test_while_draining_new_requests_are_refused_and_a_second_signal_ends_the_calls(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "in-flight"
+    with serve_http(write_config(tmp_path, grace=600.0)) as served:
+        with anyio.fail_after(60):
+            async with (
+                mcp_client(served.mcp, mode="legacy") as client,
+                httpx.AsyncClient(base_url=served.base, timeout=10) as raw,
+            ):
+                upstream_pid = int(text(await call(client, "pid")))
+                assert (await raw.get("/health")).status_code == 200  # a kept-alive connection
+                results: list[CallToolResult] = []
+
+                async def stuck_call() -> None:
+                    results.append(await call(client, "announce", path=str(marker), seconds=600))
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(stuck_call)
+                    await wait_for_file(marker)
+                    served.signal(signal.SIGTERM)
+                    refused = await _refused_while_draining(raw)
+                    assert refused.status_code == 503
+                    assert refused.json()["error"]["data"]["code"] == "shutting_down"
+                    served.signal(signal.SIGTERM)  # no waiting out the 600 s grace
+            code = await exits_leaving_no_child(served, upstream_pid)
+    assert [error_code(r) for r in results] == ["shutting_down"]
+    assert code == 0
+
+
+async def _refused_while_draining(raw: httpx.AsyncClient) -> httpx.Response:
+    """A request on the already-open connection once the drain has begun (bounded)."""
+    with anyio.fail_after(10):
+        while True:
+            response = await raw.get("/health")
+            if response.status_code != 200:
+                return response
+            await anyio.sleep(0.02)
