@@ -9,6 +9,7 @@ against a real slow upstream (``tests/servers/scriptable.py``).
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ CLIENT_MODES = ["legacy", "auto"]
 
 def write_config(tmp_path: Path, grace: float) -> Path:
     path = tmp_path / "cartograph.toml"
-    body = toml_for(tmp_path / "state", scriptable("slow", call_timeout=60.0))
+    audit = tmp_path / "audit.jsonl"
+    body = toml_for(tmp_path / "state", scriptable("slow", call_timeout=60.0), audit_log=str(audit))
     path.write_text(body + f"\n[http]\nshutdown_grace = {grace}\n")
     return path
 
@@ -145,6 +147,10 @@ async def test_while_draining_new_requests_are_refused_and_a_second_signal_ends_
             code = await exits_leaving_no_child(served, upstream_pid)
     assert [error_code(r) for r in results] == ["shutting_down"]
     assert code == 0
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    calls = [(r["tool"], r["outcome"]) for r in records if r.get("tool") in ("pid", "announce")]
+    assert calls == [("pid", "ok"), ("announce", "shutting_down")]
+    assert [r["outcome"] for r in records if r.get("http_status") == 503] == ["shutting_down"]
 
 
 async def _refused_while_draining(raw: httpx.AsyncClient) -> httpx.Response:

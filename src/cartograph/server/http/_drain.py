@@ -51,8 +51,10 @@ EndCalls = Callable[[], Awaitable[None]]
 class Drain:
     """ASGI wrapper that counts in-flight MCP requests and refuses new ones while closing."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, on_refuse: Callable[[Scope], None] | None = None) -> None:
         self.app = app
+        self.on_refuse = on_refuse
+        """Told of every request refused while closing (the HTTP refusal audit, P-AUDIT-1)."""
         self.closing = False
         self.in_flight = 0
         self._idle = anyio.Event()
@@ -63,6 +65,8 @@ class Drain:
             await self.app(scope, receive, send)
             return
         if self.closing:
+            if self.on_refuse is not None:
+                self.on_refuse(scope)
             await _refusal()(scope, receive, send)
             return
         if scope["method"] == "GET":  # event streams and /health: not calls

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import anyio
 import uvicorn
 from starlette.applications import Starlette
+from starlette.types import Scope
 
 from cartograph.config.catalogs import (
     MountMode,
@@ -28,6 +29,7 @@ from cartograph.errors import ConfigError
 from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.handlers import ToolSurface
+from cartograph.server.http._audit import HttpAudit
 from cartograph.server.http._drain import (
     CLOSE_TIMEOUT,
     Drain,
@@ -205,7 +207,7 @@ async def run_http(
     bind = host or config.http.host
     async with http_app(config, host=bind, **options) as served:
         sock = _bind_socket(bind, config.http.port if port is None else port)
-        drain = Drain(served.app)
+        drain = Drain(served.app, on_refuse=_refusal_audit(served))
         server = Server(
             uvicorn.Config(
                 drain,
@@ -227,6 +229,13 @@ async def run_http(
             )
             await server.serve(sockets=[sock])
             group.cancel_scope.cancel()
+
+
+def _refusal_audit(served: ServedApp) -> Callable[[Scope], None] | None:
+    if served.audit is None:
+        return None
+    audit = HttpAudit(served.audit)
+    return lambda scope: audit.refused(scope, 503, "shutting_down")
 
 
 def _upstream_closers(served: ServedApp) -> list[EndCalls]:
