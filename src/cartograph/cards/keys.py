@@ -27,10 +27,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 
 from cartograph.errors import KeyFileError, SignatureError
-from cartograph.fsutil import atomic_write_bytes
+from cartograph.fsutil import atomic_write_bytes, make_private_dirs
 
 PRIVATE_KEY_MODE: Final = 0o600
-PUBLIC_KEY_MODE: Final = 0o644
+PUBLIC_KEY_MODE: Final = 0o600  # P-FS-1: key files 0600; its owner can copy it anywhere
 MAX_KEY_FILE_BYTES: Final = 16 * 1024
 RAW_PUBLIC_KEY_BYTES: Final = 32
 PRIVATE_MARKERS: Final = (b"PRIVATE KEY", b"private_key", b'"d"')
@@ -172,5 +172,5 @@ def _read_key_file(path: Path, kind: str) -> bytes:
 
 def ensure_private_dir(path: Path) -> None:
     """Create the key's folder 0700 so the temp file of an atomic write is never exposed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     os.chmod(path.parent, 0o700)

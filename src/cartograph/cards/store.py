@@ -35,7 +35,7 @@ from cartograph.cards.trust import TrustSet, load_trust
 from cartograph.cards.verified import VerifiedCards
 from cartograph.config.model import Config
 from cartograph.errors import CardError, CardFormatError, RollbackError
-from cartograph.fsutil import atomic_write_bytes
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
 
 CARD_SUFFIX: Final = ".card.json"
 ACCEPTED_FILE: Final = "accepted.json"
@@ -93,7 +93,7 @@ class CardStore:
         Outside :meth:`batch` the record is rewritten at once; inside, once at the end.
         """
         path = self.path_for(card.server)
-        atomic_write_bytes(path, render_card(card))
+        atomic_write_bytes(path, render_card(card), mode=PRIVATE_FILE_MODE)
         record = self._record()
         record[card.server] = {"version": card.version, "digest": _digest(card)}
         self._store_record(record)
@@ -162,7 +162,9 @@ class CardStore:
 
     def _save_accepted(self, record: Mapping[str, Mapping[str, Any]]) -> None:
         body = {"servers": {k: dict(record[k]) for k in sorted(record)}}
-        atomic_write_bytes(self.root / ACCEPTED_FILE, canonical_bytes(body) + b"\n")
+        atomic_write_bytes(
+            self.root / ACCEPTED_FILE, canonical_bytes(body) + b"\n", mode=PRIVATE_FILE_MODE
+        )
 
     def verify_one(self, server: str, trust: TrustSet) -> tuple[Card, Verification]:
         """Read, verify and rollback-check one card; raise the typed reason on failure."""

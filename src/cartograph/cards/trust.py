@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from cartograph.cards.keys import VerifyingKey
 from cartograph.errors import KeyFileError, RevokedKeyError, UnknownKeyError
-from cartograph.fsutil import atomic_write_text
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_text
 
 MAX_TRUST_FILE_BYTES: Final = 1024 * 1024
 
@@ -163,7 +163,7 @@ def dump_trust(trust: TrustSet) -> str:
 
 
 def save_trust(trust: TrustSet, path: Path) -> None:
-    atomic_write_text(path, dump_trust(trust))
+    atomic_write_text(path, dump_trust(trust), mode=PRIVATE_FILE_MODE)
 
 
 def _toml_str(value: str) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from cartograph.config.model import Config
+from cartograph.fsutil import make_private_dirs
 
 MAX_SHAPE_DEPTH: Final = 4
 MAX_SHAPE_KEYS: Final = 50
@@ -176,7 +177,7 @@ class AuditLog:
     def _open(self) -> int:
         if self._fd is None:
             assert self.path is not None
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.path.parent)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         return self._fd
 

@@ -33,7 +33,7 @@ from typing import Final
 
 import numpy as np
 
-from cartograph.fsutil import atomic_write_bytes
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
 from cartograph.index.embedders.base import Embedder, Vectors
 
 CACHE_DIRNAME: Final = "embeddings"
@@ -141,7 +141,7 @@ def _write_segment(folder: Path, keys: Sequence[bytes], vectors: Vectors) -> Pat
     path = folder / f"seg-{hashlib.sha256(key_blob).hexdigest()[:24]}.bin"
     body = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
     header = _HEADER.pack(_MAGIC, vectors.shape[1], len(keys))
-    atomic_write_bytes(path, header + key_blob + body)
+    atomic_write_bytes(path, header + key_blob + body, mode=PRIVATE_FILE_MODE)
     return path
 
 
