@@ -27,12 +27,15 @@ class LexicalFields:
 
     ``examples`` indexes the card's example tasks and synonyms on their own:
     they are phrased the way agents ask, so a ranker weights them apart from
-    the description (``full`` does not include them).
+    the description (``full`` does not include them). ``purpose`` is the name and
+    description without the arguments: what the tool is for, which the hybrid
+    weights apart from the argument text (values a tool takes).
     """
 
     full: FieldIndex
     name: FieldIndex
     description: FieldIndex
+    purpose: FieldIndex
     arguments: FieldIndex
     server: FieldIndex
     jaccard: JaccardIndex
@@ -130,6 +133,7 @@ def _lexical(entries: Sequence[IndexEntry], servers: Sequence[str]) -> LexicalFi
         full=FieldIndex([f"{e.name} {e.description} {e.arguments}" for e in entries]),
         name=FieldIndex([e.name for e in entries]),
         description=FieldIndex([e.description for e in entries]),
+        purpose=FieldIndex([f"{e.name} {e.description}" for e in entries]),
         arguments=FieldIndex([e.arguments for e in entries]),
         server=FieldIndex(server_docs),
         jaccard=JaccardIndex([f"{e.name} {e.description} {e.arguments}" for e in entries]),

@@ -2,9 +2,14 @@
 
 Four general ideas, each a weight in :class:`HybridParams`:
 
-1. **Field-weighted BM25** (whole card text, plus extra weight on the tool
-   name) fused with **dense cosine**, each normalised per query (BM25 by its
-   maximum, cosines by their range) so neither scale wins by accident.
+1. **Field-weighted BM25** fused with **dense cosine**, each normalised per
+   query (BM25 by its maximum, cosines by their range) so neither scale wins
+   by accident. The fields: the whole card text, the tool's *purpose* (name
+   and description), its *arguments*, its *name* alone and its *examples*
+   (how agents ask), each scored by its own BM25 and weighted. Argument text is weak evidence for
+   what a tool is *for*: it names the values a tool takes ("e.g. 'Asia/Tokyo'"),
+   so a task that merely mentions such a value ("what time is it in Tokyo")
+   should not pull that tool ahead of the one whose purpose it states.
 2. **Server evidence**: a tool is likelier to fit when its server fits as a
    whole (BM25 of the server document, cosine to the server centroid). This
    is the paper's stage 1 used as a soft prior instead of a hard filter.
@@ -41,14 +46,17 @@ Matrix = npt.NDArray[np.float64]
 class HybridParams:
     """The hybrid's free parameters (named defaults; see module docstring)."""
 
+    full_weight: float = 1.0
+    purpose_weight: float = 1.0
     name_weight: float = 0.0
     arguments_weight: float = 0.0
-    dense_weight: float = 0.65
-    server_weight: float = 0.4
+    examples_weight: float = 1.0
+    dense_weight: float = 0.8
+    server_weight: float = 0.2
     server_dense_share: float = 0.5
-    step_weight: float = 2.0
+    step_weight: float = 1.0
     coverage: float = 0.0
-    relative_units: float = 1.0
+    relative_units: float = 0.0
 
 
 DEFAULT_PARAMS = HybridParams()
@@ -62,8 +70,10 @@ class Features:
     """
 
     full: Matrix
+    purpose: Matrix
     name: Matrix
     arguments: Matrix
+    examples: Matrix
     dense: Matrix | None
     server_lexical: Matrix
     server_dense: Matrix | None
@@ -88,8 +98,10 @@ def features(ctx: QueryContext, *, use_dense: bool = True) -> Features:
         server_dense = ctx.corpus.server_similarities(vectors).astype(np.float64)
     return Features(
         full=rows([lex.full.scores(u) for u in units]),
+        purpose=rows([lex.purpose.scores(u) for u in units]),
         name=rows([lex.name.scores(u) for u in units]),
         arguments=rows([lex.arguments.scores(u) for u in units]),
+        examples=rows([lex.examples.scores(u) for u in units]),
         dense=dense,
         server_lexical=rows([lex.server.scores(u) for u in units]),
         server_dense=server_dense,
@@ -99,7 +111,7 @@ def features(ctx: QueryContext, *, use_dense: bool = True) -> Features:
 
 def unit_scores(f: Features, p: HybridParams) -> Matrix:
     """Fused score of every tool for every unit (units × tools)."""
-    lexical = _rowwise(unit_max, f.full + p.name_weight * f.name + p.arguments_weight * f.arguments)
+    lexical = _rowwise(unit_max, lexical_scores(f, p))
     server = _rowwise(unit_max, f.server_lexical)
     fused = lexical
     if f.dense is not None and f.server_dense is not None and p.dense_weight > 0.0:
@@ -107,6 +119,18 @@ def unit_scores(f: Features, p: HybridParams) -> Matrix:
         share = p.server_dense_share
         server = (1.0 - share) * server + share * _rowwise(unit_range, f.server_dense)
     return fused + p.server_weight * server[:, f.tool_server]
+
+
+def lexical_scores(f: Features, p: HybridParams) -> Matrix:
+    """Field-weighted BM25 (units × tools): a weighted sum of each field's BM25."""
+    out: Matrix = (
+        p.full_weight * f.full
+        + p.purpose_weight * f.purpose
+        + p.arguments_weight * f.arguments
+        + p.name_weight * f.name
+        + p.examples_weight * f.examples
+    )
+    return out
 
 
 def combine(f: Features, p: HybridParams, depth: int, k: int) -> Ranking:
