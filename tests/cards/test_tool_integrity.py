@@ -121,3 +121,35 @@ def test_the_per_call_check_costs_one_tool_not_the_whole_card(
     monkeypatch.setattr(verified, "fingerprint", counting)
     cards.ensure_tool_intact("files", "read_file")
     assert seen == ["CardBody", "ToolCard"]  # the header (tools excluded), then one tool
+
+
+@pytest.mark.promise("P-SIG-3")
+@pytest.mark.parametrize("what", sorted(MUTATIONS))
+def test_a_subset_still_refuses_a_card_mutated_after_verification(
+    catalog: Catalog, what: str
+) -> None:
+    mutate, server, tool = MUTATIONS[what]
+    subset = attest_in_memory(catalog).subset([server])
+
+    mutate(subset)
+
+    with pytest.raises(SignatureError):
+        subset.ensure_tool_intact(server, tool)
+    with pytest.raises(SignatureError):
+        subset.ensure_intact(server)
+
+
+def test_taking_a_subset_recomputes_no_digest_or_fingerprint(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cartograph.cards.verified as verified
+
+    cards = attest_in_memory(catalog)
+    seen: list[str] = []
+    monkeypatch.setattr(verified, "fingerprint", lambda *a, **k: seen.append("fingerprint"))
+    monkeypatch.setattr(verified, "body_digest", lambda *a, **k: seen.append("digest"))
+
+    subset = cards.subset(["files"])
+
+    assert list(subset) == ["files"] and seen == []
+    assert subset.signer("files") == cards.signer("files")

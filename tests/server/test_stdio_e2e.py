@@ -28,8 +28,13 @@ def write_config(tmp_path: Path, **gateway: object) -> Path:
 
 
 def serve_params(config: Path, *extra: str) -> StdioServerParameters:
+    # The whole environment, PYTHONPATH included: the SDK's default passes only a few
+    # variables, so the child would import whichever cartograph is installed, not this one.
     return StdioServerParameters(
-        command=sys.executable, args=[*SERVE, "--config", str(config), *extra], cwd=Path.cwd()
+        command=sys.executable,
+        args=[*SERVE, "--config", str(config), *extra],
+        cwd=Path.cwd(),
+        env=dict(os.environ),
     )
 
 
@@ -53,7 +58,9 @@ async def test_an_sdk_client_lists_discovers_calls_and_reads_status(tmp_path: Pa
                 "call", {"server": "calc", "tool": "add", "arguments": {"a": 20, "b": 22}}
             )
             assert text(result) == "42"
-            status = await client.call_tool("status", {})
+            compact = (await client.call_tool("status", {})).structured_content
+            assert compact["totals"]["servers"] == 2 and "servers" not in compact
+            status = await client.call_tool("status", {"detail": True})
             names = [s["name"] for s in status.structured_content["servers"]]
             assert names == ["calc", "stuck"]
 

@@ -278,6 +278,40 @@ def load_report_for_config(config: Config) -> CardLoadReport:
     return store.load(load_trust(trust_path(config)), servers=wanted)
 
 
+def require_serving_state(config: Config) -> None:
+    """Raise, naming the command that fixes it, unless there is something to serve.
+
+    What every serving entry point (``serve``, and ``discover`` / ``call`` /
+    ``status`` on the command line) needs before it loads anything: a config
+    that names servers, a trust set with a key in it, and at least one card for
+    a configured server. Without this check each of them "worked" and served
+    an empty catalog — an empty table with exit 0 (issue 12).
+    """
+    from cartograph.errors import ConfigError
+
+    where = str(config.source) if config.source is not None else "the config"
+    names = [s.name for s in config.enabled_servers]
+    if not names:
+        raise ConfigError(
+            f"{where} names no servers: add [servers.NAME] tables (or import an mcpServers "
+            "file, docs/config.md), then run `cartograph bootstrap`",
+            code="no_servers",
+        )
+    trust = trust_path(config)
+    if not load_trust(trust).keys:
+        raise CardError(
+            f"no trusted key in {trust}: run `cartograph keys init` (creates the operator key "
+            "and trusts it), then `cartograph bootstrap`",
+            code="no_trust",
+        )
+    store = CardStore(config.state_dir)
+    if not set(store.servers()) & set(names):
+        raise CardError(
+            f"no signed card for any configured server in {store.root}: run `cartograph bootstrap`",
+            code="no_cards",
+        )
+
+
 def load_verified_for_config(config: Config) -> VerifiedCards:
     """What start-up uses: verified cards only; failures are logged and left out."""
     report = load_report_for_config(config)

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout
-from cartograph.config.model import Config
 from cartograph.errors import CardError, ConfigError
+
+# pydantic models and rich's widgets load where they are used: `--help` stays fast.
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from cartograph.config.model import Config
 
 keys_app = typer.Typer(help="Operator signing keys and the trust set.", no_args_is_help=True)
 cards_app = typer.Typer(help="Inspect and verify signed capability cards.", no_args_is_help=True)
@@ -36,6 +40,7 @@ ServerOption = Annotated[
 def _config(config_path: Path | None, state_dir: Path | None, *, required: bool = False) -> Config:
     """Load the config; without a config file, defaults (for --catalog and keys work)."""
     from cartograph.config.loader import load_config
+    from cartograph.config.model import Config
 
     path = resolve_config_path(config_path)
     if path.exists():
@@ -198,6 +203,8 @@ def bootstrap(
 
 
 def _progress() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -14,38 +14,36 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import anyio
 import typer
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cartograph.catalog.model import Catalog
-from cartograph.catalog.snapshot import save_catalog
 from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout
-from cartograph.config.loader import load_config
-from cartograph.config.model import Config
 from cartograph.errors import ConfigError
-from cartograph.upstream.federation import (
-    FederationResult,
-    ServerReport,
-    connect_federation,
-    load_catalog_for,
-    load_snapshot,
-)
+
+# Heavy modules (the MCP SDK, pydantic models, rich's widgets) are imported where
+# they are used, so `cartograph --help` does not pay for them (issue 12).
+if TYPE_CHECKING:
+    from cartograph.catalog.model import Catalog
+    from cartograph.config.model import Config
+    from cartograph.upstream.federation import FederationResult, ServerReport
 
 DESCRIPTION_WIDTH: Final = 80
 
 
 def _config(path: Path | None) -> Config:
+    from cartograph.config.loader import load_config
+
     return load_config(resolve_config_path(path))
 
 
 @contextmanager
 def connect_progress(total: int) -> Iterator[Callable[[ServerReport], None]]:
     """A stderr progress bar advanced once per server; yields the federation callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (
         TextColumn("connecting"),
         BarColumn(),
@@ -64,12 +62,18 @@ def connect_progress(total: int) -> Iterator[Callable[[ServerReport], None]]:
 
 
 async def connect_live(config: Config) -> FederationResult:
+    from cartograph.upstream.federation import connect_federation
+
     """Connect to the federation with a progress bar on stderr (callers close the result)."""
     with connect_progress(len(config.enabled_servers)) as advance:
         return await connect_federation(config, progress=advance)
 
 
 def federation_catalog(config: Config, catalog: Path | None) -> Catalog:
+    from rich.markup import escape
+
+    from cartograph.upstream.federation import load_catalog_for, load_snapshot
+
     """The catalog a command should use: ``--catalog``, ``config.catalog``, else live servers.
 
     Live servers connect under a progress bar; each one that fails is named on
@@ -174,6 +178,8 @@ def servers(
     config: ConfigOption = None, catalog: CatalogOption = None, json_out: JsonOption = False
 ) -> None:
     """Connect to every upstream: transport, status, tool count, connect time, last error."""
+    from cartograph.upstream.federation import load_snapshot
+
     cfg = _config(config)
     snapshot = catalog or cfg.catalog
     if snapshot is not None:
@@ -234,6 +240,8 @@ def snapshot(
     json_out: JsonOption = False,
 ) -> None:
     """Write the whole federation's tools/list as a catalog.json snapshot."""
+    from cartograph.catalog.snapshot import save_catalog
+
     cat = federation_catalog(_config(config), catalog)
     save_catalog(cat, out)
     info = {"out": str(out), "servers": len(cat.servers), "tools": cat.tool_count}

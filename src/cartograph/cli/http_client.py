@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Final
 
-import httpx
 import typer
 
 from cartograph.cli.app import JsonOption, app
@@ -108,6 +107,8 @@ class ProjectRecord:
 
 def fetch_health(url: str, *, token: str | None = None) -> dict[str, Any]:
     """GET ``<url>/health``; raises ConfigError when the server cannot be read."""
+    import httpx
+
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         response = httpx.get(f"{url.rstrip('/')}/health", headers=headers, timeout=HEALTH_TIMEOUT)

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import anyio
 import typer
 
-from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.app import (
+    CatalogOption,
+    ConfigOption,
+    JsonOption,
+    app,
+    load_config_or_defaults,
+    resolve_config_path,
+)
 from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.cli.serve import THROWAWAY, AttestOption, CatalogNameOption
 from cartograph.errors import ConfigError
 
 MethodOption = Annotated[
@@ -29,15 +37,21 @@ def discover(
     embedder: EmbedderOption = None,
     config: ConfigOption = None,
     catalog: CatalogOption = None,
+    catalog_name: CatalogNameOption = None,
+    attest_in_memory: AttestOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """The top-k verified tools for TASK, with schema, example and provenance."""
-    from cartograph.index.discover import discover as run_discover
+    """The top-k tools for TASK from the operator's signed cards, ranked exactly as `serve` does.
 
-    index, cards = _index_for(config, catalog, embedder, method)
-    result = run_discover(index, cards, task, k=k, method=method)
+    With --catalog, tools that drifted from their card in that snapshot are left out.
+    """
+    result, attestation = _discover_once(
+        task, k, method, embedder, config, catalog, catalog_name, attest_in_memory
+    )
+    if attestation != OPERATOR_CARDS:
+        stderr.print(f"[yellow]{attestation}[/]", highlight=False)
     if json_out:
-        print_json(result.model_dump())
+        print_json({**result.model_dump(), "attestation": attestation})
         return
     if result.abstained:
         stderr.print(f"[yellow]{result.hint}[/]", highlight=False)
@@ -50,6 +64,105 @@ def discover(
         ["#", "server", "tool", "score", "description", "card"],
         rows,
     )
+
+
+OPERATOR_CARDS: Final = "operator"
+
+
+def _discover_once(
+    task: str,
+    k: int,
+    method: str | None,
+    embedder: str | None,
+    config_path: Path | None,
+    snapshot: Path | None,
+    catalog_name: str | None,
+    attest: bool,
+) -> tuple[Any, str]:
+    """``discover`` through the serving path: the runtime ``serve`` starts, without upstreams."""
+    from cartograph.cli.serve import pick_catalog
+
+    cfg = load_config_or_defaults(config_path)
+    if embedder is not None:
+        cfg = cfg.model_copy(update={"index": cfg.index.model_copy(update={"embedder": embedder})})
+    if attest and snapshot is not None:
+        return _snapshot_attested(cfg, snapshot, task, k, method), THROWAWAY
+    if not attest and cfg.source is None:
+        raise ConfigError(
+            f"no config file at {resolve_config_path(config_path)}: pass --config, or write one "
+            "(docs/config.md) and run `cartograph keys init` and `cartograph bootstrap`",
+            code="config_missing",
+        )
+    chosen = pick_catalog(cfg, catalog_name)
+    if attest:
+        found = anyio.run(_live_attested, cfg, chosen, task, k, method)
+        return found, THROWAWAY
+    return _operator_discover(cfg, chosen, task, k, method, snapshot), OPERATOR_CARDS
+
+
+def _operator_discover(
+    cfg: Any, chosen: Any, task: str, k: int, method: str | None, snapshot: Path | None
+) -> Any:
+    """What `serve` answers in its first seconds: verified cards and the cached index.
+
+    Built through :mod:`cartograph.index.serving` like the runtime's index, but
+    without the runtime's gateway, so no upstream (and not the MCP SDK) is
+    touched. A ``--catalog`` snapshot is checked for drift first.
+    """
+    from cartograph.cards.drift import DriftReport, check_drift
+    from cartograph.index.discover import discover as run_discover
+    from cartograph.index.embedders import get_embedder
+    from cartograph.index.serving import (
+        build_serving_index,
+        excluded_tools,
+        serving_cache,
+        serving_cards,
+    )
+
+    names = {s.name for s in chosen.servers}
+    cards = serving_cards(cfg, names)
+    drift = DriftReport()
+    if snapshot is not None:
+        from cartograph.catalog.model import Catalog
+        from cartograph.catalog.snapshot import load_catalog
+
+        listed = tuple(s for s in load_catalog(snapshot).servers if s.name in names)
+        drift = check_drift(cards, Catalog(servers=listed))
+    embedder = get_embedder(cfg.index.embedder)
+    excluded = excluded_tools(cards, drift, chosen.policy)
+    index = build_serving_index(cfg, cards, embedder, cache=serving_cache(cfg), exclude=excluded)
+    return run_discover(index, cards, task, k=k or cfg.index.default_k, method=method)
+
+
+async def _live_attested(cfg: Any, chosen: Any, task: str, k: int, method: str | None) -> Any:
+    """The live federation, listed and signed with a throwaway key, then ranked."""
+    from cartograph.cli.serve import start_runtime
+
+    runtime = await start_runtime(cfg, chosen, attest_in_memory=True)
+    try:
+        return runtime.discover(task, k, method=method)
+    finally:
+        await runtime.aclose()
+
+
+def _snapshot_attested(cfg: Any, snapshot: Path, task: str, k: int, method: str | None) -> Any:
+    """A snapshot signed in memory: no config servers needed, the embedding cache still used."""
+    from cartograph.cards.attest import attest_in_memory
+    from cartograph.catalog.snapshot import load_catalog
+    from cartograph.index.cache import EmbeddingCache
+    from cartograph.index.discover import discover as run_discover
+    from cartograph.index.embedders import get_embedder
+    from cartograph.index.tool_index import ToolIndex
+
+    cards = attest_in_memory(load_catalog(snapshot))
+    index = ToolIndex.build(
+        cards,
+        get_embedder(cfg.index.embedder),
+        cache=EmbeddingCache(cfg.state_dir),
+        default_method=cfg.index.ranker,
+        pooled_steps=cfg.index.pooled_steps,
+    )
+    return run_discover(index, cards, task, k=k, method=method)
 
 
 @app.command("eval")
@@ -117,36 +230,3 @@ def _print_report(report: dict[str, Any], *, show_failures: bool) -> None:
             stdout.print(f"- rank {f['gold_rank']}: {f['query'][:100]}", highlight=False)
             stdout.print(f"    gold {', '.join(f['gold'][:4])}", highlight=False)
             stdout.print(f"    top  {', '.join(f['top'])}", highlight=False)
-
-
-def _index_for(
-    config_path: Path | None, catalog: Path | None, embedder: str | None, method: str | None
-) -> tuple[Any, Any]:
-    """Index + verified cards: a snapshot is attested in memory; else the config's cards."""
-    from cartograph.cards.attest import attest_in_memory
-    from cartograph.catalog.snapshot import load_catalog
-    from cartograph.config.model import Config
-    from cartograph.index.embedders import get_embedder
-    from cartograph.index.tool_index import ToolIndex
-
-    cfg = Config()
-    path = resolve_config_path(config_path)
-    if path.exists():
-        from cartograph.config.loader import load_config
-
-        cfg = load_config(path)
-    if catalog is not None:
-        snapshot = load_catalog(catalog)
-    else:
-        from cartograph.upstream.federation import load_catalog_for
-
-        snapshot = anyio.run(load_catalog_for, cfg, None)
-    cards = attest_in_memory(snapshot)
-    name = embedder or cfg.index.embedder
-    index = ToolIndex.build(
-        cards,
-        get_embedder(name),
-        default_method=method or cfg.index.ranker,
-        pooled_steps=cfg.index.pooled_steps,
-    )
-    return index, cards

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import anyio
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, load_config_or_defaults
 from cartograph.cli.output import print_json, print_table, stderr, stdout
-from cartograph.config.model import Config
-from cartograph.rift.model import RiftReport
+
+# Models and rich's widgets load where they are used: `--help` stays fast.
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from cartograph.config.model import Config
+    from cartograph.rift.model import RiftReport
 
 EXIT_GATE_FAILED: Final = 1
 
@@ -137,6 +141,8 @@ def rift(
 
 
 def _progress() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

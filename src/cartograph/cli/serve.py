@@ -6,16 +6,19 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import anyio
 import typer
 
 from cartograph.cli.app import ConfigOption, JsonOption, app, resolve_config_path
-from cartograph.cli.output import print_json, print_table, stdout
-from cartograph.config.catalogs import ResolvedCatalog, resolve_catalogs
-from cartograph.config.model import Config
+from cartograph.cli.output import print_json, print_table, stderr, stdout
 from cartograph.errors import ConfigError
+
+# The config models, the MCP SDK and the runtime load inside the commands: `--help` stays fast.
+if TYPE_CHECKING:
+    from cartograph.config.catalogs import ResolvedCatalog
+    from cartograph.config.model import Config
 
 ModeOption = Annotated[
     str | None,
@@ -25,10 +28,15 @@ AttestOption = Annotated[
     bool,
     typer.Option(
         "--attest-in-memory",
-        help="Sign the live federation with a throwaway key instead of loading operator cards "
-        "(for trying things out; never for production).",
+        help="Sign the live federation (or --catalog) with a throwaway key instead of loading "
+        "the operator's cards: output is unsigned (for trying things out; never production).",
     ),
 ]
+THROWAWAY: Final = (
+    "unsigned: cards signed in memory with a throwaway key (--attest-in-memory), "
+    "not the operator's; for trying things out only"
+)
+"""What every command run with --attest-in-memory says on stderr (never silently)."""
 CatalogNameOption = Annotated[
     str | None, typer.Option("--catalog-name", help="Which configured catalog to serve on stdio.")
 ]
@@ -46,7 +54,10 @@ def _load(config_path: Path | None, mode: str | None = None) -> Config:
     return config
 
 
-def _catalog(config: Config, name: str | None) -> ResolvedCatalog:
+def pick_catalog(config: Config, name: str | None) -> ResolvedCatalog:
+    """The configured catalog called ``name`` (default: the first)."""
+    from cartograph.config.catalogs import resolve_catalogs
+
     catalogs = resolve_catalogs(config, "per-catalog")
     if name is None:
         return catalogs[0]
@@ -64,8 +75,13 @@ async def start_runtime(
     attest_in_memory: bool = False,
     share_sessions: bool = False,
     servers: tuple[str, ...] | None = None,
+    connect_later: bool = False,
 ) -> Any:
-    """A started :class:`CatalogRuntime` for ``catalog`` (optionally only some servers)."""
+    """A started :class:`CatalogRuntime` for ``catalog`` (optionally only some servers).
+
+    ``connect_later``: return once cards and index are loaded; the caller runs
+    ``runtime.connect_upstreams()`` in the background (``serve`` does).
+    """
     from cartograph.server.runtime import CatalogRuntime
 
     members = tuple(s for s in catalog.servers if servers is None or s.name in servers)
@@ -76,6 +92,7 @@ async def start_runtime(
         policy=catalog.policy,
         share_sessions=share_sessions,
         attest_live=attest_in_memory,
+        connect_later=connect_later,
     )
 
 
@@ -127,11 +144,15 @@ def serve(
         return
     from cartograph.server.stdio import serve_stdio
 
-    catalog = _catalog(config, catalog_name)
+    catalog = pick_catalog(config, catalog_name)
 
     async def start() -> Any:
         return await start_runtime(
-            config, catalog, attest_in_memory=attest_in_memory, share_sessions=True
+            config,
+            catalog,
+            attest_in_memory=attest_in_memory,
+            share_sessions=True,
+            connect_later=True,
         )
 
     anyio.run(serve_stdio, catalog, start)
@@ -149,8 +170,10 @@ def call_command(
     as_json: JsonOption = False,
 ) -> None:
     """Call one upstream tool through the gateway (same checks as the proxy's `call`)."""
+    if attest_in_memory:
+        stderr.print(f"[yellow]{THROWAWAY}[/]", highlight=False)
     config = _load(config_path, mode)
-    catalog = _catalog(config, catalog_name)
+    catalog = pick_catalog(config, catalog_name)
     result = anyio.run(_call_once, config, catalog, server, tool, arguments, attest_in_memory)
     if as_json:
         print_json(result.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -193,12 +216,26 @@ def status(
     config_path: ConfigOption = None,
     catalog_name: CatalogNameOption = None,
     attest_in_memory: AttestOption = False,
+    detail: Annotated[
+        bool, typer.Option("--detail", help="Every server (default: totals and problems).")
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Connect to the federation and report what the proxy's `status` tool would."""
+    from cartograph.server.status_view import compact_status
+
+    if attest_in_memory:
+        stderr.print(f"[yellow]{THROWAWAY}[/]", highlight=False)
     config = _load(config_path)
-    catalog = _catalog(config, catalog_name)
+    catalog = pick_catalog(config, catalog_name)
     report = anyio.run(_status_once, config, catalog, attest_in_memory)
+    if not detail:
+        view = compact_status(report)
+        if as_json:
+            print_json(view)
+        else:
+            _print_compact(view)
+        return
     if as_json:
         print_json(report)
         return
@@ -222,6 +259,21 @@ def status(
         "card v", "signer", "restarts", "last error",
     )  # fmt: skip
     print_table(f"catalog {report['catalog']} ({report['mode']})", columns, rows)
+
+
+def _print_compact(view: dict[str, Any]) -> None:
+    totals = view["totals"]
+    stdout.print(
+        f"catalog {view['catalog']} ({view['mode']}): {totals['healthy']}/{totals['servers']} "
+        f"servers up, {totals['tools_servable']} tools servable, {totals['tools_drifted']} "
+        f"drifted, {totals['tools_unattested']} unattested",
+        highlight=False,
+    )
+    for problem in view["problems"]:
+        rest = {k: v for k, v in problem.items() if k != "server"}
+        stdout.print(f"- {problem['server']}: {json.dumps(rest, ensure_ascii=False)}", markup=False)
+    if not view["problems"]:
+        stdout.print("no problems (--detail lists every server)", highlight=False)
 
 
 async def _status_once(config: Config, catalog: ResolvedCatalog, attest: bool) -> dict[str, Any]:

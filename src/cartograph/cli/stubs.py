@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import anyio
 import typer
 
 from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, load_config_or_defaults
 from cartograph.cli.output import print_json, print_table, stderr
-from cartograph.stubs.generate import DEFAULT_PACKAGE, StubPackage
+
+if TYPE_CHECKING:
+    from cartograph.stubs.generate import StubPackage
+
+# ``cartograph.stubs.generate.DEFAULT_PACKAGE``, written out so `--help` need not import the
+# generator (and the card models behind it); tests/stubs pins that the two agree.
+DEFAULT_PACKAGE: Final = "cartograph_stubs"
 
 
 @app.command()

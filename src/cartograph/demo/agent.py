@@ -155,8 +155,9 @@ async def call(
     )
 
 
-async def status(client: Client) -> dict[str, Any]:
-    return _structured(await client.call_tool("status", {}), "status")
+async def status(client: Client, *, detail: bool = False) -> dict[str, Any]:
+    """``status``: totals and problems, or (``detail``) every server."""
+    return _structured(await client.call_tool("status", {"detail": detail}), "status")
 
 
 def _structured(result: CallToolResult, tool: str) -> dict[str, Any]:

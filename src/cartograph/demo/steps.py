@@ -211,7 +211,7 @@ async def _discover_and_call(ctx: DemoContext, client: Any, item: AgentTask) -> 
 
 
 async def _status(ctx: DemoContext, client: Any) -> None:
-    report = await agent.status(client)
+    report = await agent.status(client, detail=True)
     totals = report.get("totals", {})
     ctx.results["agent"]["status"] = {
         "totals": totals,

@@ -182,7 +182,7 @@ class ProxyHandlers:
         if bare == DISCOVER:
             return await self._discover(arguments)
         if bare == STATUS:
-            return self._status()
+            return self._status(arguments)
         return await self._call(arguments, principal, client, progress, record)
 
     async def _discover(self, arguments: dict[str, Any]) -> CallToolResult:
@@ -215,13 +215,20 @@ class ProxyHandlers:
 
         return await run_cpu(rank, workers=settings.cpu_workers)
 
-    def _status(self) -> CallToolResult:
+    def _status(self, arguments: dict[str, Any]) -> CallToolResult:
+        """Totals and problems by default; every server with ``detail`` (status_view)."""
         import json
 
+        from cartograph.server.status_view import compact_status
+
+        detail = arguments.get("detail", False)
+        if not isinstance(detail, bool):
+            raise ArgumentError('"detail" must be true or false', code="bad_arguments")
         report = self.runtime.status()
+        view = report if detail else compact_status(report)
         return CallToolResult(
-            content=[TextContent(text=json.dumps(report, ensure_ascii=False, indent=1))],
-            structured_content=report,
+            content=[TextContent(text=json.dumps(view, ensure_ascii=False, separators=(",", ":")))],
+            structured_content=view,
         )
 
     async def _call(

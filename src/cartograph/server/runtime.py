@@ -11,8 +11,8 @@ the card, and the index is rebuilt if the set of servable tools changed.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -32,19 +32,13 @@ from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.gateway.gateway import Gateway
 from cartograph.gateway.pool import Opener, Upstream, default_opener, partition_key
 from cartograph.index.embedders.base import Embedder
+from cartograph.index.serving import build_serving_index, excluded_tools, serving_cache
+from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
 from cartograph.server.offload import run_cpu
 
 logger = logging.getLogger(__name__)
 
 ToolKey = tuple[str, str]
-
-
-def policy_allows(policy: CatalogPolicy, server: str, tool: str) -> bool:
-    """Allow/deny globs match ``server/tool``; deny wins."""
-    name = f"{server}/{tool}"
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in policy.deny):
-        return False
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in policy.allow)
 
 
 class CatalogRuntime:
@@ -76,6 +70,8 @@ class CatalogRuntime:
         """Every listed tool's standing against its card (``cartograph.cards.drift``)."""
         self.live: dict[str, ServerDef] = {}
         self._refreshing: dict[str, bool] = {}
+        self.unchecked: set[str] = set()
+        """Servers whose live listing has not been compared with their card yet."""
         self.card_errors: dict[str, str] = {}
         self.started_at = time.time()
         self.gateway = Gateway(
@@ -108,19 +104,28 @@ class CatalogRuntime:
         share_sessions: bool = False,
         eager: bool = True,
         attest_live: bool = False,
+        connect_later: bool = False,
     ) -> CatalogRuntime:
         """Load cards, (eagerly) open sessions to check drift, then build the index.
 
         ``attest_live`` signs whatever the servers list right now with a throwaway
         key (:func:`~cartograph.cards.attest.attest_in_memory`) instead of loading
         the operator's cards: for trying things out and for tests, never production.
+
+        ``connect_later`` returns as soon as the cards are verified and the index
+        is built, so ``discover`` can answer at once; the caller then runs
+        :meth:`connect_upstreams` in the background. Until a server's listing
+        arrives its tools are served from the card alone (``status`` says
+        "unchecked"), and a ``call`` to it waits for its session.
         """
-        if cards is None:
-            cards = VerifiedCards() if attest_live else load_verified_cards(config)
         if embedder is None:
             from cartograph.index.embedders import get_embedder
 
             embedder = get_embedder(config.index.embedder)
+        # The model's first load (file check, ONNX session) overlaps card verification.
+        warm = _warm_up(embedder) if not attest_live else None
+        if cards is None:
+            cards = VerifiedCards() if attest_live else load_verified_cards(config)
         runtime = cls(
             config,
             servers,
@@ -133,35 +138,61 @@ class CatalogRuntime:
             cache=_embedding_cache(config),
         )
         try:
-            if eager and config.gateway.mode == "pooled":
+            if connect_later and not attest_live:
+                runtime.unchecked = set(runtime.servers)
+            elif eager and config.gateway.mode == "pooled":
                 await runtime.gateway.open_all()
             elif eager or attest_live:
                 await runtime._list_once()
             if attest_live:
                 runtime._attest_live()
             await runtime.rebuild_index()
+            if warm is not None:
+                await anyio.to_thread.run_sync(warm.join)
         except BaseException:
             await runtime.aclose()
             raise
         return runtime
 
-    async def _list_once(self) -> None:
-        """One-shot mode still needs each server's tools once, to check drift at start."""
+    async def connect_upstreams(self) -> None:
+        """Open (or, one-shot, list once) every unchecked server at once; check drift as each lists.
+
+        For a runtime started with ``connect_later``: each server leaves
+        :attr:`unchecked` once its listing was compared with its card (or its
+        connection failed), and the index is rebuilt at once if that hid or
+        restored a tool. A failed server is retried by the first ``call`` to it.
+        """
 
         async def one(cfg: ServerConfig) -> None:
             try:
-                session = await self.gateway._opener(cfg)
-            except UpstreamError as exc:
-                self.gateway.guard(cfg.name).last_error = self.redactor(exc.message)
-                return
-            try:
-                await self._on_open(cfg.name, session, False)
+                if self.gateway.mode == "pooled":
+                    await self.gateway.open_all([cfg.name])
+                else:
+                    await self._list_one(cfg)
             finally:
-                await session.aclose()
+                self.unchecked.discard(cfg.name)
+            await self.rebuild_index()
 
         async with anyio.create_task_group() as group:
+            for name in sorted(self.unchecked):
+                group.start_soon(one, self.servers[name])
+
+    async def _list_once(self) -> None:
+        """One-shot mode still needs each server's tools once, to check drift at start."""
+        async with anyio.create_task_group() as group:
             for cfg in self.servers.values():
-                group.start_soon(one, cfg)
+                group.start_soon(self._list_one, cfg)
+
+    async def _list_one(self, cfg: ServerConfig) -> None:
+        try:
+            session = await self.gateway._opener(cfg)
+        except UpstreamError as exc:
+            self.gateway.guard(cfg.name).last_error = self.redactor(exc.message)
+            return
+        try:
+            await self._on_open(cfg.name, session, False)
+        finally:
+            await session.aclose()
 
     def _attest_live(self) -> None:
         from cartograph.cards.attest import attest_in_memory
@@ -212,6 +243,14 @@ class CatalogRuntime:
 
     async def _refresh(self, server: str, session: Upstream) -> None:
         live: ServerDef = await session.list_tools()
+        self.apply_listing(server, live)
+
+    def apply_listing(self, server: str, live: ServerDef) -> None:
+        """Compare ``server``'s listing (live, or from a catalog snapshot) with its card.
+
+        Call :meth:`rebuild_index` afterwards for the index to follow.
+        """
+        self.unchecked.discard(server)
         self.live[server] = live
         fresh = check_server_drift(self.cards, server, list(live.tools))
         # Replace this server's entries wholesale (``merged`` would keep them when
@@ -221,15 +260,7 @@ class CatalogRuntime:
 
     def excluded(self) -> frozenset[ToolKey]:
         """Carded tools that must not be discoverable: drifted, missing, or denied by policy."""
-        out: set[ToolKey] = set()
-        for server, card in self.cards.items():
-            for tool in card.body.tools:
-                entry = self.drift.get(server, tool.name)
-                if (entry is not None and not entry.exposed) or not policy_allows(
-                    self.policy, server, tool.name
-                ):
-                    out.add((server, tool.name))
-        return frozenset(out)
+        return excluded_tools(self.cards, self.drift, self.policy)
 
     async def rebuild_index(self) -> None:
         """(Re)build the index when the set of servable tools changed."""
@@ -237,19 +268,9 @@ class CatalogRuntime:
             excluded = self.excluded()
             if self._index is not None and excluded == self._excluded:
                 return
-            from cartograph.index.tool_index import ToolIndex
-
-            cards, embedder, cache = self.cards, self.embedder, self.cache
-            method, pooled = self.config.index.ranker, self.config.index.pooled_steps
+            config, cards, embedder, cache = self.config, self.cards, self.embedder, self.cache
             self._index = await run_cpu(
-                lambda: ToolIndex.build(
-                    cards,
-                    embedder,
-                    cache=cache,
-                    exclude=excluded,
-                    default_method=method,
-                    pooled_steps=pooled,
-                ),
+                lambda: build_serving_index(config, cards, embedder, cache=cache, exclude=excluded),
                 workers=self.config.index.cpu_workers,
             )
             self._excluded = excluded
@@ -276,13 +297,14 @@ class CatalogRuntime:
 
     # -- the three tools ---------------------------------------------------------
 
-    def discover(self, task: str, k: int | None = None) -> Any:
+    def discover(self, task: str, k: int | None = None, *, method: str | None = None) -> Any:
         """The retrieval result (pydantic; ``.to_text()`` / ``.model_dump()``)."""
         from cartograph.index.discover import discover
 
         if self._index is None:
             raise CartographError("the index is not built yet", code="index_not_ready")
-        return discover(self._index, self.cards, task, k=k or self.config.index.default_k)
+        k = k or self.config.index.default_k
+        return discover(self._index, self.cards, task, k=k, method=method)
 
     async def call(
         self,
@@ -346,6 +368,7 @@ class CatalogRuntime:
                 "totals": {
                     "servers": len(servers),
                     "healthy": sum(1 for s in servers if s["health"] == "up"),
+                    "unchecked": len(self.unchecked),
                     "tools_servable": sum(s["tools"]["servable"] for s in servers),
                     "tools_drifted": sum(len(s["drifted"]) for s in servers),
                     "tools_unattested": sum(len(s["unattested"]) for s in servers),
@@ -372,7 +395,10 @@ class CatalogRuntime:
             "name": name,
             "transport": cfg.transport,
             "stateless": cfg.stateless,
-            "health": _health(listed, gw, self.gateway.mode),
+            "health": "connecting"
+            if name in self.unchecked
+            else _health(listed, gw, self.gateway.mode),
+            "drift_checked": listed,
             "tools": {
                 "attested": attested,
                 "live": sum(1 for e in entries if e.status != "missing") if listed else None,
@@ -414,6 +440,16 @@ def _card_status(cards: VerifiedCards, server: str) -> dict[str, Any] | None:
     }
 
 
+def _warm_up(embedder: Embedder) -> threading.Thread | None:
+    """Load the model in a worker thread (it releases the GIL), or None if it has no loader."""
+    load = getattr(embedder, "load", None)
+    if load is None:
+        return None
+    thread = threading.Thread(target=load, name="cartograph-model-load", daemon=True)
+    thread.start()
+    return thread
+
+
 def _catalog_policy(config: Config, name: str) -> CatalogPolicy:
     for catalog in config.catalogs:
         if catalog.name == name:
@@ -422,13 +458,16 @@ def _catalog_policy(config: Config, name: str) -> CatalogPolicy:
 
 
 def _embedding_cache(config: Config) -> Any:
-    from cartograph.index.cache import EmbeddingCache
-
-    return EmbeddingCache(config.state_dir)
+    return serving_cache(config)
 
 
 def load_verified_cards(config: Config) -> VerifiedCards:
-    """The operator's signed cards from the state directory, verified against the trust set."""
-    from cartograph.cards.store import load_verified_for_config
+    """The operator's signed cards from the state directory, verified against the trust set.
 
+    Raises (naming ``cartograph keys init`` / ``cartograph bootstrap``) when there
+    is nothing to serve, rather than serving an empty catalog.
+    """
+    from cartograph.cards.store import load_verified_for_config, require_serving_state
+
+    require_serving_state(config)
     return load_verified_for_config(config)

@@ -103,6 +103,8 @@ async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
             surface.set_failure(exc)
             return
         surface.set_runtime(runtime)
+        # Cards and index are in: discover answers now, upstreams connect behind it.
+        await runtime.connect_upstreams()
 
     try:
         async with anyio.create_task_group() as group:

@@ -31,8 +31,11 @@ _DEFINITIONS: Final[dict[str, dict[str, Any]]] = {
         },
     },
     STATUS: {
-        "description": "Servers, health, tool counts, card signers, drifted tools, pool state.",
-        "inputSchema": {"type": "object", "properties": {}},
+        "description": "Totals and problems: servers down, drifted or unattested tools.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"detail": {"type": "boolean", "description": "all servers"}},
+        },
     },
     CALL: {
         "description": "Call a tool found by discover; returns its result unchanged.",

@@ -4,16 +4,35 @@
 :func:`connect_federation` connects to a whole config concurrently;
 :func:`load_catalog_for` is how every command reads the federation (a
 ``catalog.json`` snapshot when one is given, live servers otherwise).
+
+The names are resolved on first use (PEP 562): the config loader imports
+:mod:`cartograph.upstream.names`, and importing this package must not pull in
+the MCP SDK for commands that never talk to an upstream (issue 12).
 """
 
-from cartograph.upstream.federation import (
-    FederationResult,
-    ServerReport,
-    connect_federation,
-    load_catalog_for,
-    load_snapshot,
-)
-from cartograph.upstream.session import UpstreamSession
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cartograph.upstream.federation import (
+        FederationResult,
+        ServerReport,
+        connect_federation,
+        load_catalog_for,
+        load_snapshot,
+    )
+    from cartograph.upstream.session import UpstreamSession
+
+_HOMES = {
+    "FederationResult": "federation",
+    "ServerReport": "federation",
+    "connect_federation": "federation",
+    "load_catalog_for": "federation",
+    "load_snapshot": "federation",
+    "UpstreamSession": "session",
+}
 
 __all__ = [
     "FederationResult",
@@ -23,3 +42,10 @@ __all__ = [
     "load_catalog_for",
     "load_snapshot",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

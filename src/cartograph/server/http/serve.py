@@ -105,11 +105,22 @@ async def gateway_surfaces(
     mounts: list[CatalogMount] = []
     targets: dict[str, ToolSurface] = {}
     async with contextlib.AsyncExitStack() as stack:
+        # Upstreams connect behind the served index (issue 12); on exit their
+        # connects are cancelled before the runtimes close.
+        background = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(background.cancel_scope.cancel)
         for cat in catalogs:
             runtime = await CatalogRuntime.start(
-                config, cat.servers, name=cat.name, policy=cat.policy, attest_live=attest_in_memory
+                config,
+                cat.servers,
+                name=cat.name,
+                policy=cat.policy,
+                attest_live=attest_in_memory,
+                connect_later=True,
             )
             stack.push_async_callback(runtime.aclose)
+            if runtime.unchecked:
+                background.start_soon(runtime.connect_upstreams)
             for prefix, routed_twin in ((cat.tool_prefix, False), (None, True)):
                 if routed_twin and not routed:
                     continue
@@ -124,6 +135,7 @@ async def gateway_surfaces(
                     targets[cat.name] = handlers
                 else:
                     mounts.append(CatalogMount(cat.name, handlers))
+        stack.callback(background.cancel_scope.cancel)
         yield mounts, targets
 
 

