@@ -274,3 +274,37 @@ def test_public_verification_api_raises_and_never_returns_a_bool() -> None:
                 assert returns not in (bool, "bool"), f"{module.__name__}.{name} returns bool"
     assert verify_card.__annotations__["return"] == "Verification"
     assert VerifyingKey.verify.__annotations__["return"] == "None"
+
+
+@pytest.mark.promise("P-SIG-2")
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("provenance.card_version", 1.0),
+        ("provenance.card_version", True),
+        ("provenance.overrides_digest", None),
+    ],
+    ids=["int written as float", "int written as bool", "field dropped"],
+)
+def test_a_card_file_the_model_would_coerce_is_refused_at_parse(
+    catalog: Catalog, where: str, value: object
+) -> None:
+    import json
+
+    from cartograph.cards.signing import parse_card, render_card
+    from cartograph.errors import CardFormatError
+
+    card = sign_card(files_body(catalog), SigningKey.generate())
+    raw = json.loads(render_card(card))
+    *parents, leaf = ["body", *where.split(".")]
+    target = raw
+    for name in parents:
+        target = target[name]
+    if value is None:
+        del target[leaf]
+    else:
+        target[leaf] = value
+
+    with pytest.raises(CardFormatError) as raised:
+        parse_card(json.dumps(raw).encode())
+    assert raised.value.code in ("card_not_canonical", "card_shape")

@@ -131,3 +131,13 @@ def test_status_by_default_prints_totals_and_problems_and_detail_every_server(
 
     code, out, _, _ = run("status", "--config", str(bootstrapped), "--json", "--detail")
     assert [s["name"] for s in json.loads(out)["servers"]] == ["calc"]
+
+
+def test_cards_none_of_which_verify_are_an_error_naming_cards_verify(bootstrapped: Path) -> None:
+    card = next((bootstrapped.parent / "state" / "cards").glob("*.card.json"))
+    card.write_text(card.read_text().replace("Add two integers", "Add two integers!"))
+
+    code, out, _, exc = run("discover", "add two integers", "--config", str(bootstrapped))
+
+    assert code != 0 and error_code(exc) == "no_verified_cards"
+    assert "cartograph cards verify" in str(exc) and out == ""

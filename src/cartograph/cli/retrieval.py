@@ -117,9 +117,12 @@ def _operator_discover(
         excluded_tools,
         serving_cache,
         serving_cards,
+        warm_up,
     )
 
     names = {s.name for s in chosen.servers}
+    embedder = get_embedder(cfg.index.embedder)
+    warm = warm_up(embedder)
     cards = serving_cards(cfg, names)
     drift = DriftReport()
     if snapshot is not None:
@@ -128,9 +131,10 @@ def _operator_discover(
 
         listed = tuple(s for s in load_catalog(snapshot).servers if s.name in names)
         drift = check_drift(cards, Catalog(servers=listed))
-    embedder = get_embedder(cfg.index.embedder)
     excluded = excluded_tools(cards, drift, chosen.policy)
     index = build_serving_index(cfg, cards, embedder, cache=serving_cache(cfg), exclude=excluded)
+    if warm is not None:
+        warm.join()
     return run_discover(index, cards, task, k=k or cfg.index.default_k, method=method)
 
 

@@ -12,6 +12,7 @@ pay for the MCP SDK just to rank cards (issue 12).
 from __future__ import annotations
 
 import fnmatch
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -35,11 +36,24 @@ def policy_allows(policy: CatalogPolicy, server: str, tool: str) -> bool:
 
 
 def serving_cards(config: Config, servers: Iterable[str]) -> VerifiedCards:
-    """The operator's verified cards for ``servers``; raises when there is nothing to serve."""
+    """The operator's verified cards for ``servers``; raises when there is nothing to serve.
+
+    Cards that fail verification are logged and left out; when *none* of the
+    configured servers' cards verifies, that is an error too (e.g. every card is
+    in an older format), not an empty catalog.
+    """
     from cartograph.cards.store import load_verified_for_config, require_serving_state
+    from cartograph.errors import CardError
 
     require_serving_state(config)
-    return load_verified_for_config(config).subset(servers)
+    cards = load_verified_for_config(config).subset(servers)
+    if not cards:
+        raise CardError(
+            f"no card in {config.state_dir} verified for these servers; run "
+            "`cartograph cards verify` to see why (then `cartograph bootstrap`)",
+            code="no_verified_cards",
+        )
+    return cards
 
 
 def excluded_tools(
@@ -83,3 +97,18 @@ def build_serving_index(
         default_method=config.index.ranker,
         pooled_steps=config.index.pooled_steps,
     )
+
+
+def warm_up(embedder: Embedder) -> threading.Thread | None:
+    """Load the model in a worker thread, overlapping card verification; None if nothing to load.
+
+    The first ``embed`` otherwise pays for the model file check and the ONNX
+    session (~0.2 s) right when the first query is waiting. Loading releases
+    the GIL for most of that time. Join the thread before the first query.
+    """
+    load = getattr(embedder, "load", None)
+    if load is None:
+        return None
+    thread = threading.Thread(target=load, name="cartograph-model-load", daemon=True)
+    thread.start()
+    return thread

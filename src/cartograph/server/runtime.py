@@ -12,7 +12,6 @@ the card, and the index is rebuilt if the set of servable tools changed.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -32,7 +31,12 @@ from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.gateway.gateway import Gateway
 from cartograph.gateway.pool import Opener, Upstream, default_opener, partition_key
 from cartograph.index.embedders.base import Embedder
-from cartograph.index.serving import build_serving_index, excluded_tools, serving_cache
+from cartograph.index.serving import (
+    build_serving_index,
+    excluded_tools,
+    serving_cache,
+    warm_up,
+)
 from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
 from cartograph.server.offload import run_cpu
 
@@ -123,7 +127,7 @@ class CatalogRuntime:
 
             embedder = get_embedder(config.index.embedder)
         # The model's first load (file check, ONNX session) overlaps card verification.
-        warm = _warm_up(embedder) if not attest_live else None
+        warm = warm_up(embedder) if not attest_live else None
         if cards is None:
             cards = VerifiedCards() if attest_live else load_verified_cards(config)
         runtime = cls(
@@ -440,16 +444,6 @@ def _card_status(cards: VerifiedCards, server: str) -> dict[str, Any] | None:
     }
 
 
-def _warm_up(embedder: Embedder) -> threading.Thread | None:
-    """Load the model in a worker thread (it releases the GIL), or None if it has no loader."""
-    load = getattr(embedder, "load", None)
-    if load is None:
-        return None
-    thread = threading.Thread(target=load, name="cartograph-model-load", daemon=True)
-    thread.start()
-    return thread
-
-
 def _catalog_policy(config: Config, name: str) -> CatalogPolicy:
     for catalog in config.catalogs:
         if catalog.name == name:
@@ -467,7 +461,6 @@ def load_verified_cards(config: Config) -> VerifiedCards:
     Raises (naming ``cartograph keys init`` / ``cartograph bootstrap``) when there
     is nothing to serve, rather than serving an empty catalog.
     """
-    from cartograph.cards.store import load_verified_for_config, require_serving_state
+    from cartograph.index.serving import serving_cards
 
-    require_serving_state(config)
-    return load_verified_for_config(config)
+    return serving_cards(config, [s.name for s in config.enabled_servers])
