@@ -1,0 +1,61 @@
+"""Abstention calibration over servable and out-of-catalog sets together (fake embedder)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cartograph.cards.attest import attest_in_memory
+from cartograph.eval.calibrate import CalibrationSet, calibrate_on_sets, task_confidences
+from cartograph.eval.data import EvalQuery, GoldTool
+from cartograph.index.embedders import FakeEmbedder
+from cartograph.index.tool_index import ToolIndex
+from tests.index.retrieval_fixtures import small_catalog
+
+
+@pytest.fixture(scope="module")
+def index() -> ToolIndex:
+    return ToolIndex.build(attest_in_memory(small_catalog()), FakeEmbedder())
+
+
+def _q(i: int, text: str, *gold: tuple[str, str]) -> EvalQuery:
+    return EvalQuery(id=str(i), query=text, gold=tuple(GoldTool(server=s, tool=t) for s, t in gold))
+
+
+SINGLE = [
+    _q(1, "read a text file from disk", ("files", "read_file")),
+    _q(2, "weather forecast for a city", ("weather", "get_forecast")),
+    _q(3, "draw a pie chart image from shares", ("charts", "pie_chart")),
+    _q(4, "severe weather alerts for a region", ("weather", "get_alerts")),
+]
+MULTI = [
+    _q(5, "read a file, then draw a bar chart", ("files", "read_file"), ("charts", "bar_chart")),
+    _q(6, "forecast for Oslo and write it to a file", ("weather", "get_forecast")),
+]
+NOTHING_FITS = [_q(7, "book a flight to Tokyo"), _q(8, "order a pizza for delivery")]
+
+
+def test_threshold_keeps_every_servable_set_within_its_false_abstention_budget(
+    index: ToolIndex,
+) -> None:
+    report = calibrate_on_sets(
+        [CalibrationSet("single", index, SINGLE), CalibrationSet("multi", index, MULTI)],
+        [CalibrationSet("ooc", index, NOTHING_FITS)],
+        max_false_abstain=0.0,
+    )
+    lowest = min(task_confidences(index, SINGLE) + task_confidences(index, MULTI))
+    # A zero budget: the threshold is the least confident servable task, which it keeps.
+    assert report.threshold == pytest.approx(lowest, abs=1e-4)
+    assert report.false_abstain == {"single": 0.0, "multi": 0.0}
+    negatives = task_confidences(index, NOTHING_FITS)
+    expected = sum(c < report.threshold for c in negatives) / len(negatives)
+    assert report.true_abstain == {"ooc": expected}
+    assert set(report.synthetic_true_abstain) == {"single", "multi"}
+
+
+def test_a_looser_budget_never_lowers_the_threshold(index: ToolIndex) -> None:
+    sets = [CalibrationSet("single", index, SINGLE)]
+    ooc = [CalibrationSet("ooc", index, NOTHING_FITS)]
+    strict = calibrate_on_sets(sets, ooc, max_false_abstain=0.0)
+    loose = calibrate_on_sets(sets, ooc, max_false_abstain=0.5)
+    assert loose.threshold >= strict.threshold
+    assert loose.false_abstain["single"] <= 0.5
