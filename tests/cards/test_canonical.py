@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cartograph.cards.canonical import MAX_SAFE_INTEGER, canonical_bytes, loads_strict
 from cartograph.errors import CardFormatError
@@ -88,3 +91,38 @@ def test_unpaired_surrogates_are_refused() -> None:
     with pytest.raises(CardFormatError) as raised:
         loads_strict(b'{"a": "\\ud800"}')
     assert raised.value.code == "card_bad_string"
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER)
+    | st.floats(allow_nan=False, allow_infinity=False, width=64).filter(
+        lambda f: not (f.is_integer() and MAX_SAFE_INTEGER < abs(f) < 1e21)
+    )
+    | st.text(st.characters(exclude_categories=("Cs",)))
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",))), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@pytest.mark.promise("P-SIG-1")
+@settings(max_examples=400, deadline=None)
+@given(value=_VALUES)
+def test_the_fast_canonical_path_gives_exactly_the_rfc8785_bytes(value: object) -> None:
+    """Every value, plain or not (floats, astral keys), canonicalises as rfc8785 does."""
+    assert canonical_bytes(value) == bytes(rfc8785.dumps(value))
+
+
+def test_keys_beyond_the_bmp_sort_in_utf16_order_not_code_point_order() -> None:
+    value = {"\U0001f600": 1, "\uff61": 2}  # code point order and UTF-16 order disagree
+    assert canonical_bytes(value) == bytes(rfc8785.dumps(value))
+    assert canonical_bytes(value) != json.dumps(
+        value, ensure_ascii=False, sort_keys=True, separators=(",", ":")
+    ).encode("utf-8")

@@ -63,15 +63,19 @@ def test_discover_ranks_the_operators_cards_without_connecting_upstream(
     assert "throwaway" not in err
 
 
-def test_discover_fills_and_then_reuses_the_operators_embedding_cache(bootstrapped: Path) -> None:
+def test_discover_fills_then_reuses_the_embedding_cache_and_persisted_index(
+    bootstrapped: Path,
+) -> None:
     state = bootstrapped.parent / "state"
     run("discover", "add two integers", "--config", str(bootstrapped))
     segments = sorted(p.name for p in (state / "embeddings").rglob("seg-*.bin"))
+    blocks = {p: p.stat().st_mtime_ns for p in (state / "index").rglob("*.npy")}
 
     code, _, _, _ = run("discover", "echo some text", "--config", str(bootstrapped))
 
-    assert code == 0 and segments
+    assert code == 0 and segments and blocks
     assert sorted(p.name for p in (state / "embeddings").rglob("seg-*.bin")) == segments
+    assert {p: p.stat().st_mtime_ns for p in (state / "index").rglob("*.npy")} == blocks
 
 
 def test_attest_in_memory_says_the_cards_are_unsigned_throwaway_ones(tmp_path: Path) -> None:

@@ -38,8 +38,21 @@ TOO_LARGE: Final = "card_too_large"
 
 
 def canonical_bytes(value: Any) -> bytes:
-    """The RFC 8785 bytes of ``value``, after the strict checks in :func:`check_value`."""
-    check_value(value)
+    """The RFC 8785 bytes of ``value``, after the strict checks in :func:`check_value`.
+
+    Fast path: for a value with no floats and no object key outside the Basic
+    Multilingual Plane (every card we write), RFC 8785 and C ``json.dumps``
+    with sorted keys, no spaces and no ASCII escaping produce the same bytes —
+    integers within ±(2^53−1) print as the same digits, strings escape the same
+    characters the same way, and code-point key order equals UTF-16 order when
+    no key has a supplementary character. Only floats and such keys need the
+    pure-Python canonicaliser, which was most of card loading (issue 12);
+    ``tests/cards/test_canonical.py`` checks the two agree on generated values.
+    """
+    if _checked_plain(value, 0):
+        return json.dumps(
+            value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+        ).encode("utf-8")
     try:
         return bytes(rfc8785.dumps(value))
     except rfc8785.CanonicalizationError as exc:  # defensive: check_value covers these
@@ -53,6 +66,44 @@ def sha256_hex(data: bytes) -> str:
 def canonical_digest(value: Any) -> str:
     """SHA-256 (hex) of the canonical form: the pin format used everywhere in cards."""
     return sha256_hex(canonical_bytes(value))
+
+
+_BMP_END: Final = "\U00010000"
+
+
+def _checked_plain(value: Any, depth: int) -> bool:
+    """:func:`check_value`, also telling whether the JSON fast path gives the JCS bytes.
+
+    Plain: only dict / list / tuple / str / int (exact types), bool and None,
+    and no key with a character beyond U+FFFF.
+    """
+    if depth > MAX_NESTING:
+        raise CardFormatError(f"JSON nested deeper than {MAX_NESTING} levels", code=TOO_DEEP)
+    kind = type(value)
+    if value is None or kind is bool:
+        return True
+    if kind is str:
+        _check_str(value)
+        return True
+    if kind is int:
+        _check_int(value)
+        return True
+    if kind is dict:
+        plain = True
+        for key, item in value.items():
+            if type(key) is not str:
+                check_value(value, depth)  # raises the precise error
+                return False
+            _check_str(key)
+            plain = _checked_plain(item, depth + 1) and plain and (not key or max(key) < _BMP_END)
+        return plain
+    if kind is list or kind is tuple:
+        plain = True
+        for item in value:
+            plain = _checked_plain(item, depth + 1) and plain
+        return plain
+    check_value(value, depth)
+    return False
 
 
 def check_value(value: Any, depth: int = 0) -> None:

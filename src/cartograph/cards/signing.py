@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from cartograph.cards.canonical import canonical_bytes, check_value, loads_strict, sha256_hex
+from cartograph.cards.canonical import canonical_bytes, loads_strict, sha256_hex
 from cartograph.cards.keys import SigningKey
 from cartograph.cards.model import CARD_FORMAT_VERSION, Card, CardBody, Signature
 from cartograph.cards.trust import TrustSet
@@ -141,7 +141,6 @@ def parse_card(data: bytes) -> Card:
         raise CardFormatError(
             f"bad card shape at {where}: {first['msg']}", code="card_shape"
         ) from exc
-    check_value(raw)
     if _typed_json(raw) != _typed_json(card.json_dict()):
         raise CardFormatError(
             "card JSON differs from its canonical model form (coerced or missing fields)",
@@ -176,7 +175,8 @@ def _typed_json(value: Any) -> str:
     For the parse check only (is the model exactly what was read?): C ``json``
     with sorted keys answers that as well as comparing two RFC 8785 forms, at a
     fraction of the cost — card loading was dominated by canonicalisation (issue 12).
-    Signing and digests stay RFC 8785.
+    ``loads_strict`` has already applied the strict value checks. Signing and
+    digests stay RFC 8785.
     """
     return json.dumps(
         value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")

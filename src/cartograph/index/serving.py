@@ -86,8 +86,13 @@ def build_serving_index(
     cache: EmbeddingCache | None,
     exclude: Iterable[ToolKey] = (),
 ) -> ToolIndex:
-    """The index over ``cards`` minus ``exclude``, with the config's ranker settings."""
+    """The index over ``cards`` minus ``exclude``, with the config's ranker settings.
+
+    Tool vectors come from the persisted index beside the cards
+    (``<state_dir>/index``): a restart never re-embeds an unchanged card.
+    """
     from cartograph.index.tool_index import ToolIndex
+    from cartograph.index.vector_store import VectorStore
 
     return ToolIndex.build(
         cards,
@@ -96,6 +101,7 @@ def build_serving_index(
         exclude=exclude,
         default_method=config.index.ranker,
         pooled_steps=config.index.pooled_steps,
+        store=VectorStore(config.state_dir),
     )
 
 

@@ -25,6 +25,7 @@ from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards
 from cartograph.index.query import parse_query
 from cartograph.index.rankers import QueryContext, Ranker, Ranking, get_ranker
+from cartograph.index.vector_store import VectorStore, block_key, stored
 
 DEFAULT_METHOD: Final = "hybrid"
 MAX_K: Final = 100
@@ -67,23 +68,35 @@ class ToolIndex:
         default_method: str = DEFAULT_METHOD,
         progress: ProgressCallback | None = None,
         pooled_steps: bool = False,
+        store: VectorStore | None = None,
     ) -> ToolIndex:
         """Index every verified tool except ``exclude`` (drifted or unattested).
 
         Each card is re-checked against its verified digest first, so a card
         altered in memory after verification raises ``SignatureError`` here
-        instead of reaching the index (P-SIG-3).
+        instead of reaching the index (P-SIG-3). With a ``store`` (the serving
+        path), each card's vectors come from its persisted block and only
+        cards without one are embedded (:mod:`cartograph.index.vector_store`).
         """
         intact = {server: cards.ensure_intact(server) for server in cards}
-        entries = entries_from_cards(intact, exclude=exclude)
-        return cls.from_entries(
-            entries,
-            embedder,
-            cache=cache,
-            default_method=default_method,
-            progress=progress,
-            pooled_steps=pooled_steps,
-        )
+        if store is None:
+            entries = entries_from_cards(intact, exclude=exclude)
+            return cls.from_entries(
+                entries,
+                embedder,
+                cache=cache,
+                default_method=default_method,
+                progress=progress,
+                pooled_steps=pooled_steps,
+            )
+        every = entries_from_cards(intact)
+        vectors = _stored_vectors(cards, every, embedder, cache, store, progress)
+        skip = set(exclude)
+        keep = [i for i, entry in enumerate(every) if entry.key not in skip]
+        if len(keep) < len(every):
+            vectors = vectors[keep]
+        corpus = build_corpus([every[i] for i in keep], embedder, vectors)
+        return cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
 
     @classmethod
     def from_entries(
@@ -97,13 +110,7 @@ class ToolIndex:
         pooled_steps: bool = False,
     ) -> ToolIndex:
         """Index prepared entries. Serving code calls :meth:`build`; this is for eval."""
-        views = [[e.text for e in entries], [e.name_text for e in entries]]
-        if cache is not None and entries:
-            # The sum of both views, gathered a chunk at a time: one matrix at the peak.
-            vectors = _unit_rows(cache.embed_summed(embedder, views, progress=progress))
-        else:
-            both = _embed(views[0] + views[1], embedder, cache, progress)
-            vectors = tool_vectors(both[: len(entries)], both[len(entries) :])
+        vectors = _entry_vectors(entries, embedder, cache, progress)
         corpus = build_corpus(entries, embedder, vectors)
         return cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
 
@@ -161,6 +168,68 @@ def tool_vectors(text_vectors: Vectors, name_vectors: Vectors) -> Vectors:
     norms = np.linalg.norm(summed, axis=1, keepdims=True)
     out: Vectors = (summed / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
     return out
+
+
+def _entry_vectors(
+    entries: Sequence[IndexEntry],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    progress: ProgressCallback | None,
+) -> Vectors:
+    """Each entry's tool vector (:func:`tool_vectors`), through the embedding cache if any."""
+    views = [[e.text for e in entries], [e.name_text for e in entries]]
+    if cache is not None and entries:
+        # The sum of both views, gathered a chunk at a time: one matrix at the peak.
+        return _unit_rows(cache.embed_summed(embedder, views, progress=progress))
+    both = _embed(views[0] + views[1], embedder, cache, progress)
+    return tool_vectors(both[: len(entries)], both[len(entries) :])
+
+
+def _stored_vectors(
+    cards: VerifiedCards,
+    entries: Sequence[IndexEntry],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    store: VectorStore,
+    progress: ProgressCallback | None,
+) -> Vectors:
+    """Every entry's vector: stored blocks for unchanged cards, embedding only the rest.
+
+    ``entries`` are grouped by server (``entries_from_cards`` sorts them), so
+    each card's rows are one contiguous span of the result.
+    """
+    out = np.empty((len(entries), embedder.dim), dtype=np.float32)
+    missing: list[tuple[int, int, str]] = []
+    for server, start, stop in _spans(entries):
+        group = entries[start:stop]
+        texts = [e.text for e in group] + [e.name_text for e in group]
+        key = block_key(embedder.model_id, cards.digest(server), texts)
+        block = store.load(embedder.model_id, key, stop - start, embedder.dim)
+        if block is None:
+            missing.append((start, stop, key))
+        else:
+            out[start:stop] = block
+    if missing:
+        rows = [entries[i] for start, stop, _ in missing for i in range(start, stop)]
+        fresh = stored(_entry_vectors(rows, embedder, cache, progress))
+        offset = 0
+        for start, stop, key in missing:
+            block = fresh[offset : offset + stop - start]
+            store.save(embedder.model_id, key, block)
+            out[start:stop] = block
+            offset += stop - start
+    return out
+
+
+def _spans(entries: Sequence[IndexEntry]) -> list[tuple[str, int, int]]:
+    """(server, start, stop) of each server's contiguous run of entries."""
+    spans: list[tuple[str, int, int]] = []
+    for i, entry in enumerate(entries):
+        if spans and spans[-1][0] == entry.server:
+            spans[-1] = (entry.server, spans[-1][1], i + 1)
+        else:
+            spans.append((entry.server, i, i + 1))
+    return spans
 
 
 def _unit_rows(vectors: Vectors) -> Vectors:
