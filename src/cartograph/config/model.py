@@ -62,6 +62,8 @@ class ServerConfig(_Section):
     command: str | None = None
     args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
+    # env names whose values are secret although the name does not say so (see config/secrets.py)
+    secret_env: tuple[str, ...] = ()
     cwd: Path | None = None
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)

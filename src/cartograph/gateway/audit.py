@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from cartograph.config.model import Config
+from cartograph.config.secrets import server_secrets
 from cartograph.fsutil import make_private_dirs
 
 MAX_SHAPE_DEPTH: Final = 4
@@ -59,7 +60,7 @@ def _json_type(value: Any) -> str:
 
 
 class Redactor:
-    """Replaces known secret values (upstream env, headers, tokens) with a marker."""
+    """Replaces known secret values with a marker (which ones: ``config/secrets.py``)."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         unique = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
@@ -69,9 +70,7 @@ class Redactor:
     def from_config(cls, config: Config) -> Redactor:
         values: list[str] = []
         for server in config.servers:
-            values.extend(server.env.values())
-            values.extend(server.headers.values())
-            values.extend(_header_credentials(server.headers.values()))
+            values.extend(server_secrets(server))
         for token in config.http.tokens:
             secret = os.environ.get(token.token_env)
             if secret:
@@ -101,16 +100,6 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(v) for v in value]
         return value
-
-
-def _header_credentials(values: Iterable[str]) -> list[str]:
-    """``Bearer abc`` also leaks as ``abc`` alone."""
-    out: list[str] = []
-    for value in values:
-        _, _, rest = value.partition(" ")
-        if rest:
-            out.append(rest)
-    return out
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ pay for the MCP SDK just to rank cards (issue 12).
 from __future__ import annotations
 
 import fnmatch
+import logging
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from cartograph.index.tool_index import ToolIndex
 
 ToolKey = tuple[str, str]
+_log = logging.getLogger(__name__)
 
 
 def policy_allows(policy: CatalogPolicy, server: str, tool: str) -> bool:
@@ -42,18 +44,28 @@ def serving_cards(config: Config, servers: Iterable[str]) -> VerifiedCards:
     configured servers' cards verifies, that is an error too (e.g. every card is
     in an older format), not an empty catalog.
     """
-    from cartograph.cards.store import load_verified_for_config, require_serving_state
+    return serving_cards_and_failures(config, servers)[0]
+
+
+def serving_cards_and_failures(
+    config: Config, servers: Iterable[str]
+) -> tuple[VerifiedCards, dict[str, str]]:
+    """:func:`serving_cards`, plus each refused card's error code (``status`` shows it)."""
+    from cartograph.cards.store import load_report_for_config, require_serving_state
     from cartograph.errors import CardError
 
     require_serving_state(config)
-    cards = load_verified_for_config(config).subset(servers)
+    report = load_report_for_config(config)
+    for server, exc in report.failures.items():
+        _log.warning("card for %s not loaded (%s): %s", server, exc.code, exc.message)
+    cards = report.verified.subset(servers)
     if not cards:
         raise CardError(
             f"no card in {config.state_dir} verified for these servers; run "
             "`cartograph cards verify` to see why (then `cartograph bootstrap`)",
             code="no_verified_cards",
         )
-    return cards
+    return cards, {server: exc.code for server, exc in report.failures.items()}
 
 
 def excluded_tools(

@@ -122,6 +122,7 @@ class CatalogRuntime:
         arrives its tools are served from the card alone (``status`` says
         "unchecked"), and a ``call`` to it waits for its session.
         """
+        card_errors: dict[str, str] = {}
         if embedder is None:
             from cartograph.index.embedders import get_embedder
 
@@ -129,7 +130,7 @@ class CatalogRuntime:
         # The model's first load (file check, ONNX session) overlaps card verification.
         warm = warm_up(embedder) if not attest_live else None
         if cards is None:
-            cards = VerifiedCards() if attest_live else load_verified_cards(config)
+            cards, card_errors = (VerifiedCards(), {}) if attest_live else load_cards(config)
         runtime = cls(
             config,
             servers,
@@ -141,6 +142,7 @@ class CatalogRuntime:
             share_sessions=share_sessions,
             cache=_embedding_cache(config),
         )
+        runtime.card_errors = card_errors
         try:
             if connect_later and not attest_live:
                 runtime.unchecked = set(runtime.servers)
@@ -382,6 +384,18 @@ class CatalogRuntime:
         )
         return report
 
+    def _card_problem(self, name: str) -> dict[str, Any]:
+        """Why ``card`` is null: the code its verification failed with, and the fix."""
+        if name in self.cards:
+            return {}
+        code = self.card_errors.get(name, "card_missing")
+        fix = (
+            f"run `cartograph cards verify` to see why, then `{reattest_command(name)}`"
+            if code != "card_missing"
+            else f"run `{reattest_command(name)}`"
+        )
+        return {"card_error": {"code": code, "fix": fix}}
+
     def _server_status(self, name: str, gw: dict[str, Any]) -> dict[str, Any]:
         cfg = self.servers[name]
         listed = name in self.live
@@ -409,6 +423,7 @@ class CatalogRuntime:
                 "servable": servable if listed else attested,
             },
             "card": _card_status(self.cards, name),
+            **self._card_problem(name),
             **by_status,
             "reattest": reattest_command(name) if any(by_status.values()) else None,
             "pool": gw["pool"],
@@ -461,6 +476,11 @@ def load_verified_cards(config: Config) -> VerifiedCards:
     Raises (naming ``cartograph keys init`` / ``cartograph bootstrap``) when there
     is nothing to serve, rather than serving an empty catalog.
     """
-    from cartograph.index.serving import serving_cards
+    return load_cards(config)[0]
 
-    return serving_cards(config, [s.name for s in config.enabled_servers])
+
+def load_cards(config: Config) -> tuple[VerifiedCards, dict[str, str]]:
+    """Verified cards, and each refused card's error code (``status`` shows why a card is null)."""
+    from cartograph.index.serving import serving_cards_and_failures
+
+    return serving_cards_and_failures(config, [s.name for s in config.enabled_servers])

@@ -48,14 +48,15 @@ def _problem(server: dict[str, Any]) -> dict[str, Any]:
         tools = server.get(status) or []
         if tools:
             found[status] = [t["tool"] if isinstance(t, dict) else t for t in tools]
+    no_card = server.get("card_error") or {}  # why the card is null (bad_signature, …)
     if server.get("card") is None:
-        found["card"] = "none"
+        found["card"] = no_card.get("code", "none")
     if not found:
         return found
     if server.get("reattest"):
         found["fix"] = server["reattest"]
     elif server.get("card") is None:
-        found["fix"] = f"cartograph bootstrap --server {server['name']}"
+        found["fix"] = no_card.get("fix") or f"cartograph bootstrap --server {server['name']}"
     return {"server": server["name"], **found}
 
 

@@ -39,6 +39,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from cartograph.catalog.model import ServerDef, ToolDef
 from cartograph.config.model import ServerConfig
+from cartograph.config.secrets import server_secrets
 from cartograph.errors import (
     UpstreamError,
     UpstreamProtocolError,
@@ -385,8 +386,8 @@ def _from_listen_stream(message: types.ToolListChangedNotification) -> bool:
 
 
 def _redact(text: str, cfg: ServerConfig) -> str:
-    """Configured env and header values are secrets until proven otherwise (P-LOG-1)."""
-    for value in (*cfg.env.values(), *cfg.headers.values()):
+    """Configured secrets never reach a stderr tail (P-LOG-1; which: ``config/secrets.py``)."""
+    for value in server_secrets(cfg):
         if len(value) >= 4:
             text = text.replace(value, "***")
     return text
