@@ -20,6 +20,7 @@ from cartograph.cli.main import build_app
 from cartograph.config.loader import load_config
 from cartograph.config.model import Config
 from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.status_view import compact_status
 from tests.server.support import call, running, text
 from tests.servers.support import scriptable, toml_for
 
@@ -91,7 +92,11 @@ def test_status_names_why_a_tampered_card_was_not_loaded(tmp_path: Path) -> None
     card = json.loads(card_file.read_text("utf-8"))
     card["body"]["tools"][0]["description"] += " (edited)"
     card_file.write_text(json.dumps(card), encoding="utf-8")
-    [server] = anyio.run(_status_of, load_config(path))["servers"]
+    report = anyio.run(_status_of, load_config(path))
+    [server] = report["servers"]
+    [problem] = compact_status(report)["problems"]  # what the agent's `status` shows
+    assert problem["card"] == "bad_signature"
+    assert "cartograph bootstrap --server calc" in problem["fix"]
     assert server["card"] is None
     assert server["card_error"]["code"] == "bad_signature"
     assert "cartograph cards verify" in server["card_error"]["fix"]
