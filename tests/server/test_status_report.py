@@ -83,20 +83,20 @@ async def _status_of(config: Config) -> dict[str, Any]:
 def test_status_names_why_a_tampered_card_was_not_loaded(tmp_path: Path) -> None:
     state = tmp_path / "state"
     path = tmp_path / "cartograph.toml"
-    path.write_text(toml_for(state, scriptable("calc")), encoding="utf-8")
+    path.write_text(toml_for(state, scriptable("calc"), scriptable("spare")), encoding="utf-8")
     runner = CliRunner()
     for args in (("keys", "init", "--config", str(path)), ("bootstrap", "--config", str(path))):
         done = runner.invoke(build_app(), list(args))
         assert done.exit_code == 0, done.output
-    [card_file] = (state / "cards").glob("calc*")
+    [card_file] = (state / "cards").glob("spare*")
     card = json.loads(card_file.read_text("utf-8"))
     card["body"]["tools"][0]["description"] += " (edited)"
     card_file.write_text(json.dumps(card), encoding="utf-8")
     report = anyio.run(_status_of, load_config(path))
-    [server] = report["servers"]
+    server = next(s for s in report["servers"] if s["name"] == "spare")
     [problem] = compact_status(report)["problems"]  # what the agent's `status` shows
     assert problem["card"] == "bad_signature"
-    assert "cartograph bootstrap --server calc" in problem["fix"]
+    assert "cartograph bootstrap --server spare" in problem["fix"]
     assert server["card"] is None
     assert server["card_error"]["code"] == "bad_signature"
     assert "cartograph cards verify" in server["card_error"]["fix"]
