@@ -100,7 +100,7 @@ def _two_tools(server_b: str = "s") -> list[RiftTool]:
 
 @pytest.mark.parametrize(
     ("margin", "risk"),
-    [(0.05, "HIGH"), (0.15, "MEDIUM"), (0.30, "LOW"), (-0.04, "HIGH")],
+    [(0.005, "HIGH"), (0.05, "MEDIUM"), (0.15, "MEDIUM"), (0.30, "LOW"), (-0.04, "HIGH")],
 )
 def test_two_tool_cluster_with_constructed_margin_lands_in_its_band(
     margin: float, risk: str
@@ -171,7 +171,7 @@ def test_no_margin_ablation_keeps_clusters_but_assigns_no_risk() -> None:
 
 
 def test_comparison_table_has_rift_ablation_and_both_baselines() -> None:
-    embed = explicit_embed(_two_tool_vectors(0.05))
+    embed = explicit_embed(_two_tool_vectors(0.005))
     report = analyse(_two_tools(), embed, RiftSettings(), model_id="explicit")
     rows = {g.method: g for g in report.comparison}
     assert rows["Rift (3-layer)"].high == 1

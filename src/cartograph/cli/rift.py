@@ -100,6 +100,14 @@ def rift(
     embedder: Annotated[
         str | None, typer.Option("--embedder", help="Embedder (default: config or minilm).")
     ] = None,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper",
+            help="The paper's settings exactly: argument probes, HIGH<0.10, MEDIUM<0.20, "
+            "no action or duplicate-server rules (other flags still override).",
+        ),
+    ] = False,
 ) -> None:
     """Find tools retrieval cannot tell apart, rate them, and say what to change."""
     from cartograph.rift.runner import load_cards, run_rift, settings_for
@@ -115,6 +123,7 @@ def rift(
         jaccard_j=jaccard,
         margin=False if no_margin else None,
         probe=probe.value if probe else None,
+        paper=paper,
     )
     source = anyio.run(load_cards, cfg, catalog)
     state_dir = cfg.state_dir if cfg.source is not None else None
@@ -169,6 +178,8 @@ def _emit(report: RiftReport, origin: str, *, json_out: bool, markdown: bool) ->
         rows = [render.short_cluster_row(c) for c in report.clusters]
         print_table("Confusable clusters", render.SHORT_CLUSTER_COLUMNS, rows)
     for line in render.gate_lines(report.at_least("MEDIUM")):
+        stdout.print(line, highlight=False, markup=False)
+    for line in render.duplicate_lines(report):
         stdout.print(line, highlight=False, markup=False)
     columns, rows = render.comparison_table(report)
     print_table("Ablation and baselines", columns, rows)

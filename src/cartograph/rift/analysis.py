@@ -23,17 +23,21 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from cartograph.cards.canonical import canonical_digest
 from cartograph.cards.model import Card
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.embedders.base import Embedder, Vectors
+from cartograph.rift.actions import different_actions
 from cartograph.rift.baselines import cosine_groups, jaccard_groups
 from cartograph.rift.clustering import Groups, cluster, cohesion
 from cartograph.rift.diagnosis import MemberText, distinct_tokens, shared_tokens, suggest
+from cartograph.rift.duplicates import duplicate_servers
 from cartograph.rift.layout import pca_2d
 from cartograph.rift.model import (
     DEFAULT_PROBE,
     RISK_ORDER,
     Cluster,
+    DuplicateServers,
     Grouping,
     Member,
     Point,
@@ -66,6 +70,9 @@ class RiftTool:
     arguments: tuple[str, ...] = ()
     fallbacks: tuple[Probe, ...] = ()
     """Further rungs of the probe ladder, used only against a rival that ties."""
+    argument_names: tuple[str, ...] = ()
+    schema: str = ""
+    """Digest of the input schema: two servers with equal (name, schema) sets are one."""
 
     @property
     def key(self) -> str:
@@ -100,15 +107,20 @@ def tools_from_cards(
                     probe=first,
                     arguments=_argument_words(tool.input_schema),
                     fallbacks=tuple(rest),
+                    argument_names=tuple(str(k) for k in _properties(tool.input_schema)),
+                    schema=canonical_digest(dict(tool.input_schema)),
                 )
             )
     return tools
 
 
-def _argument_words(schema: Mapping[str, Any]) -> tuple[str, ...]:
+def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return ()
+    return properties if isinstance(properties, Mapping) else {}
+
+
+def _argument_words(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    properties = _properties(schema)
     found: list[str] = []
     for name, spec in properties.items():
         found.append(name_words(str(name)))
@@ -136,6 +148,9 @@ def _embed_unique(embed: EmbedFn, texts: Sequence[str]) -> _Embedded:
     return _Embedded(unique=embed(list(order)), row=rows)
 
 
+_Pair = Literal["confusable", "actions", "duplicate"]
+
+
 @dataclass
 class _Context:
     tools: Sequence[RiftTool]
@@ -143,7 +158,18 @@ class _Context:
     texts: _Embedded
     vocabulary: Vocabulary
     token_sets: list[frozenset[str]]
+    duplicates: tuple[DuplicateServers, ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
+
+    def pair(self, a: int, b: int) -> _Pair:
+        """How Layer 2 rates the pair (a, b) beyond the paper (see ``RiftSettings``)."""
+        ta, tb = self.tools[a], self.tools[b]
+        same = self.settings.duplicates and ta.tool == tb.tool
+        if same and any({ta.server, tb.server} == set(d.servers) for d in self.duplicates):
+            return "duplicate"
+        if self.settings.actions and different_actions(ta.tool, tb.tool) is not None:
+            return "actions"
+        return "confusable"
 
 
 def analyse(
@@ -158,6 +184,7 @@ def analyse(
         texts=_embed_unique(embed, [t.text for t in tools]),
         vocabulary=vocabulary,
         token_sets=[vocabulary.tokens(t.text) for t in tools],
+        duplicates=tuple(duplicate_servers(tools) if settings.duplicates else ()),
     )
     ctx.seconds["embed"] = time.perf_counter() - started
     mark = time.perf_counter()
@@ -181,6 +208,7 @@ def analyse(
         names=tuple(names),
         comparison=tuple(comparison),
         points=tuple(points),
+        duplicates=ctx.duplicates,
         seconds={k: round(v, 3) for k, v in ctx.seconds.items()},
     )
 
@@ -244,17 +272,25 @@ def _rate(ctx: _Context, group: list[int], probes: _Probes | None) -> Cluster:
             tool=ctx.tools[i].tool,
             tokens=ctx.token_sets[i],
             arguments=ctx.tools[i].arguments,
+            argument_names=ctx.tools[i].argument_names,
         )
         for i in group
     ]
-    members = [_member(ctx, group, k, texts, probes) for k in range(len(group))]
+    found = [None if probes is None else _margin(ctx, group, i, probes) for i in group]
+    members = [_member(ctx, group, k, texts, found[k]) for k in range(len(group))]
     margins = [m.margin for m in members if m.margin is not None]
     margin_min = min(margins) if margins else None
-    risk = _risk(margin_min, ctx.settings)
+    rated = [f for f in found if f is not None]
+    duplicate = bool(rated) and all(f.only_duplicates for f in rated)
+    risk = _risk(rated, ctx.settings) if probes is not None else "UNRATED"
     servers = tuple(sorted({ctx.tools[i].server for i in group}))
     # Every member of a risky cluster gets advice; elsewhere only REGENERATE members.
     advised = [k for k in range(len(group)) if risk in ("HIGH", "MEDIUM") or members[k].regenerate]
-    suggestions = tuple(suggest(texts, k, ctx.vocabulary, members[k].nearest) for k in advised)
+    suggestions = tuple(
+        suggest(texts, k, ctx.vocabulary, members[k].nearest, ctx.tools[group[k]].text)
+        for k in advised
+        if not duplicate
+    )
     return Cluster(
         id=0,
         risk=risk,
@@ -265,7 +301,8 @@ def _rate(ctx: _Context, group: list[int], probes: _Probes | None) -> Cluster:
         members=tuple(members),
         shared=ctx.vocabulary.show(shared_tokens(texts)),
         suggestions=suggestions,
-        notes=tuple(_notes(ctx, group, members, probes)),
+        notes=tuple(_notes(ctx, group, members, probes, duplicate)),
+        duplicate=duplicate,
     )
 
 
@@ -275,23 +312,33 @@ class _Margin:
     nearest: int
     rank: int
     reprobed: tuple[int, ...]
+    confusable: float | None
+    """Worst gap against rivals whose names state the same (or no) action."""
+    separated: float | None
+    """Worst gap against rivals whose names state a different action."""
+    only_duplicates: bool
 
 
 def _margin(ctx: _Context, group: list[int], tool: int, probes: _Probes) -> _Margin:
     """Eq. 11 for ``tool``: its worst pairwise gap, each pair on its own rung."""
     card = ctx.texts.row
-    terms: list[tuple[float, int]] = []
+    terms: dict[_Pair, list[tuple[float, int]]] = {"confusable": [], "actions": [], "duplicate": []}
     for rival in (j for j in group if j != tool):
         row = probes.score(tool, probes.rung[(tool, rival)])
         # Same card text → same vector row → exactly 0.0, never rounding noise.
-        terms.append((float(row[card[tool]]) - float(row[card[rival]]), rival))
-    value, nearest = min(terms)
+        gap = float(row[card[tool]]) - float(row[card[rival]])
+        terms[ctx.pair(tool, rival)].append((gap, rival))
+    rated = terms["confusable"] + terms["actions"]
+    value, nearest = min(rated or terms["duplicate"])
     base = probes.score(tool, 0)
     return _Margin(
         value=round(value, 6),
         nearest=nearest,
         rank=1 + int(np.count_nonzero(base[card] > base[card[tool]])),
         reprobed=tuple(j for j in group if j != tool and probes.rung[(tool, j)] > 0),
+        confusable=min(terms["confusable"])[0] if terms["confusable"] else None,
+        separated=min(terms["actions"])[0] if terms["actions"] else None,
+        only_duplicates=not rated,
     )
 
 
@@ -300,11 +347,10 @@ def _member(
     group: list[int],
     k: int,
     texts: Sequence[MemberText],
-    probes: _Probes | None,
+    found: _Margin | None,
 ) -> Member:
     tool = ctx.tools[group[k]]
     distinct = distinct_tokens(texts, k)
-    found = None if probes is None else _margin(ctx, group, group[k], probes)
     return Member(
         server=tool.server,
         tool=tool.tool,
@@ -318,20 +364,33 @@ def _member(
     )
 
 
-def _risk(margin_min: float | None, settings: RiftSettings) -> Risk:
-    if margin_min is None:
-        return "UNRATED"
-    if margin_min < settings.high:
+def _risk(found: Sequence[_Margin], settings: RiftSettings) -> Risk:
+    """HIGH needs a confusable pair below ``high``; a pair of different actions caps at MEDIUM."""
+    confusable = [f.confusable for f in found if f.confusable is not None]
+    every = confusable + [f.separated for f in found if f.separated is not None]
+    if confusable and min(confusable) < settings.high:
         return "HIGH"
-    if margin_min < settings.medium:
+    if every and min(every) < settings.medium:
         return "MEDIUM"
     return "LOW"
 
 
 def _notes(
-    ctx: _Context, group: list[int], members: Sequence[Member], probes: _Probes | None
+    ctx: _Context,
+    group: list[int],
+    members: Sequence[Member],
+    probes: _Probes | None,
+    duplicate: bool,
 ) -> list[str]:
     notes: list[str] = []
+    if duplicate:
+        servers = " and ".join(sorted({ctx.tools[i].server for i in group}))
+        notes.append(
+            f"the same tool on {servers}, one server connected twice: not rated; "
+            "connect the server once (see the duplicate-server finding)"
+        )
+        return notes
+    notes.extend(_action_notes(ctx, group))
     if len({ctx.tools[i].text for i in group}) == 1:
         notes.append(
             f"all {len(group)} members have identical card text: retrieval cannot tell them apart"
@@ -344,6 +403,21 @@ def _notes(
             )
     if probes is not None:
         notes.extend(_tie_notes(ctx, group, probes))
+    return notes
+
+
+def _action_notes(ctx: _Context, group: list[int]) -> list[str]:
+    notes: list[str] = []
+    for x, a in enumerate(group):
+        for b in group[x + 1 :]:
+            verbs = different_actions(ctx.tools[a].tool, ctx.tools[b].tool)
+            if verbs is None or ctx.pair(a, b) != "actions":
+                continue
+            notes.append(
+                f"{ctx.tools[a].key} and {ctx.tools[b].key} name different actions "
+                f"('{verbs[0]}' vs '{verbs[1]}'): a task that says what it wants done picks "
+                "the right one, so this pair counts as MEDIUM at most"
+            )
     return notes
 
 

@@ -13,6 +13,8 @@ distinct words it already has, which then need to lead its description.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -23,7 +25,8 @@ from cartograph.rift.tokens import Vocabulary, token_key, words
 MAX_SUGGESTED_WORDS: Final = 5
 MAX_SHARED_SHOWN: Final = 4
 
-_Source = Literal["name", "arguments", "card"]
+_Source = Literal["name", "arguments", "card", "none"]
+_BARE_KEY: Final = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class MemberText:
     tokens: frozenset[str]
     arguments: tuple[str, ...]
     """Argument names and allowed values, from the tool's schema."""
+    argument_names: tuple[str, ...] = ()
+    """The schema's argument names alone."""
 
     @property
     def key(self) -> str:
@@ -53,78 +58,178 @@ def distinct_tokens(members: Sequence[MemberText], index: int) -> frozenset[str]
 
 
 def suggest(
-    members: Sequence[MemberText], index: int, vocabulary: Vocabulary, nearest: str | None
+    members: Sequence[MemberText],
+    index: int,
+    vocabulary: Vocabulary,
+    nearest: str | None,
+    description: str = "",
 ) -> Suggestion:
-    """Words that would separate ``members[index]`` from the rest of its cluster."""
+    """What separates ``members[index]`` from its nearest rival, and the fix to paste.
+
+    Names, argument sets and card text are each compared with the rival token by
+    token; the advice names what differs (``'retrieve'`` vs ``'update'``) and
+    says "nothing differs" only when all three are the same.
+    """
     member = members[index]
     others = [m for i, m in enumerate(members) if i != index]
-    taken = _union(m.tokens for m in others) | _union(_keys(_name_words(m.tool)) for m in others)
-    taken |= _union(_keys(m.arguments) for m in others)
-    rival = nearest or (others[0].key if others else "")
-    shared = vocabulary.show(sorted(shared_tokens(members))[:MAX_SHARED_SHOWN])
-    sources: tuple[tuple[_Source, Sequence[str]], ...] = (
-        ("name", _name_words(member.tool)),
-        ("arguments", member.arguments),
+    rival = next((m for m in others if m.key == nearest), others[0] if others else member)
+    diff = compare(member, rival, vocabulary)
+    if _same_tool_elsewhere(member, rival):
+        return _deny(member, rival, diff)
+    sources: tuple[tuple[_Source, tuple[str, ...]], ...] = (
+        ("name", diff.name_mine),
+        ("arguments", diff.args_mine),
+        ("card", diff.text_mine),
     )
-    for source, candidates in sources:
-        picked = _fresh(candidates, taken)
-        if picked:
-            return _make(member, picked, source, rival, shared)
-    own = vocabulary.show(distinct_tokens(members, index))[:MAX_SUGGESTED_WORDS]
-    if own:
-        return _make(member, own, "card", rival, shared)
+    source, picked = next(((s, w) for s, w in sources if w), ("none", ()))
+    if source == "none" and not diff.any:
+        return Suggestion(
+            server=member.server,
+            tool=member.tool,
+            words=(),
+            source="none",
+            kind="none",
+            text=(
+                f"REGENERATE {member.key}: its name, arguments and card text say nothing "
+                f"{rival.key} does not — merge the two tools, or describe what it does that "
+                "the other does not."
+            ),
+        )
+    statement = distinguishing_statement(member, rival, diff)
+    prefix = "REGENERATE " if not member.tokens - _union(o.tokens for o in others) else ""
+    text = f"{prefix}{member.key} vs {rival.key}: {diff.describe(rival.tool)}"
+    if statement:
+        text += f". Add to its card: “{statement}”"
+    return Suggestion(
+        server=member.server,
+        tool=member.tool,
+        words=picked[:MAX_SUGGESTED_WORDS],
+        source=source,
+        kind="override" if statement else "none",
+        text=text,
+        fix=override_text(member, f"{statement} {description}".strip()) if statement else "",
+    )
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Token-by-token difference between a member and one rival (words shown as written)."""
+
+    name_mine: tuple[str, ...]
+    name_theirs: tuple[str, ...]
+    args_mine: tuple[str, ...]
+    args_theirs: tuple[str, ...]
+    text_mine: tuple[str, ...]
+    text_theirs: tuple[str, ...]
+
+    @property
+    def any(self) -> bool:
+        return any(
+            (
+                self.name_mine,
+                self.name_theirs,
+                self.args_mine,
+                self.args_theirs,
+                self.text_mine,
+                self.text_theirs,
+            )
+        )
+
+    def describe(self, rival: str) -> str:
+        parts: list[str] = []
+        if self.name_mine and self.name_theirs:
+            parts.append(
+                f"its name says {_q(self.name_mine)} where {rival} says {_q(self.name_theirs)}"
+            )
+        elif self.name_mine or self.name_theirs:
+            side = "adds" if self.name_mine else "lacks"
+            parts.append(f"its name {side} {_q(self.name_mine or self.name_theirs)}")
+        if self.args_mine:
+            parts.append(f"only it takes {_q(self.args_mine)}")
+        if self.args_theirs:
+            parts.append(f"only {rival} takes {_q(self.args_theirs)}")
+        if not self.args_mine and not self.args_theirs:
+            parts.append("same arguments")
+        if self.text_mine:
+            parts.append(f"its card text alone says {_q(self.text_mine[:MAX_SUGGESTED_WORDS])}")
+        else:
+            parts.append(f"its card text has no word {rival}'s lacks")
+        return "; ".join(parts)
+
+
+def compare(member: MemberText, rival: MemberText, vocabulary: Vocabulary) -> Difference:
+    """Names, argument names and card-text tokens of ``member`` against ``rival``."""
+    mine_name, their_name = words(member.tool), words(rival.tool)
+    mine_args = [w for a in member.argument_names for w in words(a)]
+    their_args = [w for a in rival.argument_names for w in words(a)]
+    return Difference(
+        name_mine=_minus(mine_name, their_name),
+        name_theirs=_minus(their_name, mine_name),
+        args_mine=_minus(mine_args, their_args),
+        args_theirs=_minus(their_args, mine_args),
+        text_mine=vocabulary.show(member.tokens - rival.tokens),
+        text_theirs=vocabulary.show(rival.tokens - member.tokens),
+    )
+
+
+def distinguishing_statement(member: MemberText, rival: MemberText, diff: Difference) -> str:
+    """One plain sentence a card can add so that it says what the rival's does not."""
+    mine, theirs = " ".join(diff.name_mine), " ".join(diff.name_theirs)
+    if mine and theirs:
+        return f"Use it to {mine}, not to {theirs} ({rival.tool} does that)."
+    if mine:
+        return f"Use it when the task needs {mine}; {rival.tool} does not cover that."
+    if theirs:
+        return f"Not for '{theirs}': use {rival.tool} for that."
+    if diff.args_mine:
+        return f"Takes {', '.join(diff.args_mine)}, which {rival.tool} does not."
+    return ""
+
+
+def override_text(member: MemberText, description: str) -> str:
+    """A card override (``[cards] overrides`` file, TOML) replacing the tool's description."""
+    table = f"[servers.{_toml_key(member.server)}.tools.{_toml_key(member.tool)}]"
+    return f"{table}\ndescription = {json.dumps(description, ensure_ascii=False)}"
+
+
+def _same_tool_elsewhere(member: MemberText, rival: MemberText) -> bool:
+    """The same tool name on another server: keep both servers, hide one tool."""
+    return member.server != rival.server and member.tool == rival.tool and member.key > rival.key
+
+
+def _deny(member: MemberText, rival: MemberText, diff: Difference) -> Suggestion:
+    fix = f'[[catalogs]]\nname = "default"\npolicy = {{ deny = [{json.dumps(member.key)}] }}'
     return Suggestion(
         server=member.server,
         tool=member.tool,
         words=(),
         source="none",
+        kind="deny",
         text=(
-            f"REGENERATE {member.key}: nothing in its name or arguments differs from {rival}; "
-            "describe what it does that the others do not, or merge the tools."
+            f"{member.key} and {rival.key} are the same operation on two servers "
+            f"({diff.describe(rival.tool)}); if both servers stay, hide one from discovery "
+            "with a deny rule (add the pattern to your catalog's policy if it has one)"
         ),
+        fix=fix,
     )
 
 
-def _make(
-    member: MemberText,
-    picked: tuple[str, ...],
-    source: _Source,
-    rival: str,
-    shared: tuple[str, ...],
-) -> Suggestion:
-    said = ", ".join(f"'{w}'" for w in picked)
-    common = ", ".join(f"'{w}'" for w in shared)
-    where = {"name": "its name", "arguments": "its arguments", "card": "its own card text"}[source]
-    text = f"{member.key}: lead with {said} (from {where}); no other member says it"
-    text += f" — its text mostly repeats {common} that {rival} also uses." if common else "."
-    return Suggestion(
-        server=member.server,
-        tool=member.tool,
-        words=picked,
-        source=source,
-        text=text,
-    )
+def _q(items: Sequence[str]) -> str:
+    return ", ".join(f"'{w}'" for w in items)
 
 
-def _fresh(candidates: Sequence[str], taken: frozenset[str]) -> tuple[str, ...]:
-    """Candidate words, in order, that no other member uses (deduplicated)."""
-    picked: list[str] = []
-    seen: set[str] = set()
-    for phrase in candidates:
-        for word in words(phrase):
-            key = token_key(word)
-            if key not in taken and key not in seen:
-                seen.add(key)
-                picked.append(word)
-    return tuple(picked[:MAX_SUGGESTED_WORDS])
+def _minus(mine: Sequence[str], theirs: Sequence[str]) -> tuple[str, ...]:
+    """Words of ``mine`` (order kept, deduplicated) whose token key ``theirs`` lacks."""
+    taken = {token_key(w) for w in theirs}
+    out: list[str] = []
+    for w in mine:
+        if token_key(w) not in taken and w not in out:
+            out.append(w)
+    return tuple(out)
 
 
-def _name_words(tool: str) -> tuple[str, ...]:
-    return tuple(words(tool))
-
-
-def _keys(phrases: Sequence[str]) -> frozenset[str]:
-    return frozenset(token_key(w) for p in phrases for w in words(p))
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
 
 
 def _union(sets: Iterable[frozenset[str]]) -> frozenset[str]:

@@ -12,8 +12,14 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_THETA_SIM: Final = 0.65
-DEFAULT_HIGH_MARGIN: Final = 0.10
+DEFAULT_HIGH_MARGIN: Final = 0.01
+"""HIGH: some member's own task probe already ranks a rival at or (within
+rounding) above it — retrieval picks the wrong tool on a task that names it.
+The paper's 0.10 flagged 89 of 123 LiveMCPBench clusters; most had no observed
+confusion (docs/rift.md, "Validation")."""
 DEFAULT_MEDIUM_MARGIN: Final = 0.20
+PAPER_HIGH_MARGIN: Final = 0.10
+PAPER_MEDIUM_MARGIN: Final = 0.20
 DEFAULT_COSINE_TAU: Final = 0.65
 DEFAULT_JACCARD_J: Final = 0.25
 DEFAULT_LINKAGE: Final = "complete"
@@ -51,6 +57,10 @@ class RiftSettings(_Frozen):
     linkage: Linkage = DEFAULT_LINKAGE
     margin: bool = True
     probe: ProbeMode = DEFAULT_PROBE
+    actions: bool = True
+    """A pair whose names state different actions (get/update) is at most MEDIUM."""
+    duplicates: bool = True
+    """Tool pairs of the same server connected twice are reported, not rated."""
     cosine_tau: float = Field(default=DEFAULT_COSINE_TAU, gt=0.0, le=1.0)
     jaccard_j: float = Field(default=DEFAULT_JACCARD_J, ge=0.0, lt=1.0)
 
@@ -59,6 +69,19 @@ class RiftSettings(_Frozen):
         if self.high > self.medium:
             raise ValueError(f"high margin {self.high} must not exceed medium {self.medium}")
         return self
+
+    @classmethod
+    def paper(cls, **overrides: object) -> RiftSettings:
+        """The paper's §3.4 settings exactly: argument-only probes, HIGH < 0.10, MEDIUM < 0.20."""
+        base: dict[str, object] = {
+            "probe": "arguments",
+            "actions": False,
+            "duplicates": False,
+            "high": PAPER_HIGH_MARGIN,
+            "medium": PAPER_MEDIUM_MARGIN,
+        }
+        base.update(overrides)
+        return cls.model_validate(base)
 
     @property
     def delta(self) -> float:
@@ -99,6 +122,19 @@ class Suggestion(_Frozen):
     words: tuple[str, ...]
     source: Literal["card", "name", "arguments", "none"]
     text: str
+    kind: Literal["override", "deny", "none"] = "override"
+    fix: str = ""
+    """Exact text an operator can paste: a card override (TOML for ``[cards] overrides``)
+    or a catalog ``deny`` rule."""
+
+
+class DuplicateServers(_Frozen):
+    """Two servers that list identical tools: one server connected twice."""
+
+    servers: tuple[str, str]
+    tools: int
+    text: str
+    fix: str
 
 
 class Cluster(_Frozen):
@@ -112,6 +148,13 @@ class Cluster(_Frozen):
     shared: tuple[str, ...]
     suggestions: tuple[Suggestion, ...] = ()
     notes: tuple[str, ...] = ()
+    duplicate: bool = False
+    """Every pair is one tool of a server connected twice (see ``RiftReport.duplicates``)."""
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """The members' ``server/tool`` keys: a cluster's identity in a baseline."""
+        return frozenset(m.key for m in self.members)
 
     @property
     def size(self) -> int:
@@ -168,6 +211,7 @@ class RiftReport(_Frozen):
     names: tuple[NameConfusable, ...]
     comparison: tuple[Grouping, ...]
     points: tuple[Point, ...]
+    duplicates: tuple[DuplicateServers, ...] = ()
     seconds: dict[str, float] = Field(default_factory=dict)
 
     def by_risk(self, risk: Risk) -> tuple[Cluster, ...]:
@@ -191,8 +235,11 @@ __all__ = [
     "DEFAULT_MEDIUM_MARGIN",
     "DEFAULT_PROBE",
     "DEFAULT_THETA_SIM",
+    "PAPER_HIGH_MARGIN",
+    "PAPER_MEDIUM_MARGIN",
     "RISK_ORDER",
     "Cluster",
+    "DuplicateServers",
     "Grouping",
     "Linkage",
     "Member",

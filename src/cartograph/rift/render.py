@@ -141,7 +141,18 @@ def detail_lines(c: Cluster) -> list[str]:
         if m.regenerate:
             tail = f"REGENERATE — shares every word with the others ({', '.join(c.shared[:6])})"
         lines.append(f"  - {m.key}  margin {fmt_margin(m.margin)}  {tail}".rstrip())
-    lines += [f"  → {s.text}" for s in c.suggestions]
+    for s in c.suggestions:
+        lines.append(f"  → {s.text}")
+        lines += [f"      {line}" for line in s.fix.splitlines()]
+    return lines
+
+
+def duplicate_lines(report: RiftReport) -> list[str]:
+    """Each server connected twice, with the config change that fixes it."""
+    lines: list[str] = []
+    for d in report.duplicates:
+        lines.append(f"duplicate server: {d.text}")
+        lines += [f"      {line}" for line in d.fix.splitlines()]
     return lines
 
 
@@ -190,6 +201,10 @@ def to_markdown(report: RiftReport) -> str:
         lines += ["", "## HIGH and MEDIUM clusters: diagnosis and suggestions", ""]
         for c in risky:
             lines += ["```", *detail_lines(c), "```", ""]
+    if report.duplicates:
+        lines += ["", "## Servers connected twice", ""]
+        for d in report.duplicates:
+            lines += [d.text, "", "```toml", d.fix, "```", ""]
     lines += ["", "## Ablation and baselines", ""]
     lines += _md_table(*comparison_table(report))
     lines += ["", "## Name confusables", ""]
@@ -208,6 +223,7 @@ __all__ = [
     "cluster_row",
     "comparison_table",
     "detail_lines",
+    "duplicate_lines",
     "fmt_margin",
     "gate_lines",
     "headline",

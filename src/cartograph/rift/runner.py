@@ -31,9 +31,15 @@ class CardSource:
     origin: str
 
 
-def settings_for(config: Config, **overrides: Any) -> RiftSettings:
-    """Config's ``[rift]`` thresholds with CLI overrides (``None`` means "not given")."""
+def settings_for(config: Config, *, paper: bool = False, **overrides: Any) -> RiftSettings:
+    """Config's ``[rift]`` thresholds with CLI overrides (``None`` means "not given").
+
+    ``paper`` starts from the paper's settings instead of the config's bands and probe.
+    """
     base = config.rift.model_dump(exclude={"text"})
+    if paper:
+        base.update(RiftSettings.paper().model_dump(include={"probe", "high", "medium"}))
+        base.update(actions=False, duplicates=False)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return RiftSettings.model_validate(base)
 
