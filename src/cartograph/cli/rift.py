@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from cartograph.config.model import Config
-    from cartograph.rift.model import RiftReport
+    from cartograph.rift.model import RiftReport, Risk
 
 EXIT_GATE_FAILED: Final = 1
 
@@ -100,6 +100,17 @@ def rift(
     embedder: Annotated[
         str | None, typer.Option("--embedder", help="Embedder (default: config or minilm).")
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="Baseline file: recorded when missing; with --fail-on, fail only on clusters "
+            "that are new or whose risk rose since it.",
+        ),
+    ] = None,
+    update_baseline: Annotated[
+        bool, typer.Option("--update-baseline", help="Rewrite --baseline with today's clusters.")
+    ] = False,
     paper: Annotated[
         bool,
         typer.Option(
@@ -145,7 +156,11 @@ def rift(
         stderr.print(f"HTML report written to {html}", highlight=False)
     if regenerate:
         _regenerate(cfg, report)
-    if fail_on is not None:
+    if update_baseline and baseline is None:
+        raise typer.BadParameter("--update-baseline needs --baseline FILE")
+    if baseline is not None:
+        _baseline_gate(report, baseline, fail_on, update=update_baseline)
+    elif fail_on is not None:
         _gate(report, fail_on)
 
 
@@ -215,6 +230,42 @@ def _gate(report: RiftReport, level: FailOn) -> None:
     for line in gate_lines(offending):
         stderr.print(line, highlight=False, markup=False)
     raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def _baseline_gate(report: RiftReport, path: Path, level: FailOn | None, *, update: bool) -> None:
+    """Record the baseline (missing or --update-baseline), else gate on what is new since it."""
+    from cartograph.rift.gate import compare, load_baseline, write_baseline
+    from cartograph.rift.render import detail_lines
+
+    if update or not path.exists():
+        recorded = write_baseline(report, path)
+        verb = "updated" if update else "recorded"
+        stderr.print(
+            f"rift baseline {verb}: {len(recorded.clusters)} cluster(s) in {path}", highlight=False
+        )
+        return
+    gate_level: Risk = "LOW"
+    if level is not None:
+        gate_level = "HIGH" if level is FailOn.high else "MEDIUM"
+    findings = compare(report, load_baseline(path), gate_level)
+    if not findings:
+        stderr.print(f"rift gate passed: nothing new or riskier than the baseline {path}.")
+        return
+    failing = level is not None
+    style = "bold red" if failing else "yellow"
+    head = "rift gate failed" if failing else "rift: since the baseline"
+    stderr.print(f"{head}: {len(findings)} cluster(s)", style=style, highlight=False)
+    for f in findings:
+        stderr.print(f"  {f.line()}", highlight=False, markup=False)
+        for line in detail_lines(f.cluster)[1:]:
+            stderr.print(f"  {line}", highlight=False, markup=False)
+    stderr.print(
+        f"accept them with: cartograph rift --baseline {path} --update-baseline",
+        highlight=False,
+        markup=False,
+    )
+    if failing:
+        raise typer.Exit(EXIT_GATE_FAILED)
 
 
 def _regenerate(config: Config, report: RiftReport) -> None:
