@@ -119,3 +119,45 @@ def test_diff_reports_drift_since_attestation(setup: tuple[Path, Path], catalog:
         "--json",
     )
     assert [(s["server"], s["version"]) for s in json.loads(out)["servers"]] == [("weather", 2)]
+
+
+def _live_setup(tmp_path: Path, **env: str) -> Path:
+    from tests.servers.support import scriptable, toml_for
+
+    path = tmp_path / "cartograph.toml"
+    servers = (scriptable("calc", env=env), scriptable("spare"))
+    path.write_text(toml_for(tmp_path / "state", *servers), encoding="utf-8")
+    return path
+
+
+@pytest.mark.promise("P-NAME-1")
+def test_diff_exit_code_is_nonzero_when_an_upstream_adds_a_colliding_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = _live_setup(tmp_path)
+    for args in (("keys", "init"), ("bootstrap",)):
+        code, _ = run(*args, "--config", str(path))
+        assert code == 0
+    assert run("cards", "diff", "--config", str(path), "--exit-code")[0] == 0
+    _live_setup(tmp_path, SCRIPTABLE_EXTRA_TOOL="e-cho")  # collides with `echo`
+    code, out = run("cards", "diff", "--config", str(path), "--exit-code", "--json")
+    assert code == 1
+    assert json.loads(out)["unlisted"] == {"calc": "name_collision"}
+
+
+@pytest.mark.promise("P-SIG-3")
+def test_verify_fails_when_a_configured_servers_card_file_is_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = _live_setup(tmp_path)
+    for args in (("keys", "init"), ("bootstrap",)):
+        assert run(*args, "--config", str(path))[0] == 0
+    assert run("cards", "verify", "--config", str(path))[0] == 0
+    [card] = (tmp_path / "state" / "cards").glob("spare*")
+    card.unlink()
+    code, out = run("cards", "verify", "--config", str(path), "--json")
+    assert code == 1
+    rows = {row["server"]: row["status"] for row in json.loads(out)}
+    assert rows == {"calc": "ok", "spare": "card_missing"}

@@ -32,10 +32,17 @@ STATE: dict[str, Any] = {"count": 0, "echo_description": "Echo the text back."}
 
 
 def _tools() -> list[types.Tool]:
-    def tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> types.Tool:
-        schema = {"type": "object", "properties": props, "required": required}
-        return types.Tool(name=name, description=description, input_schema=schema)
+    extra = os.environ.get("SCRIPTABLE_EXTRA_TOOL")  # e.g. "e-cho": collides with echo
+    return _base_tools() + ([_tool(extra, "An extra tool.", {}, [])] if extra else [])
 
+
+def _tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> types.Tool:
+    schema = {"type": "object", "properties": props, "required": required}
+    return types.Tool(name=name, description=description, input_schema=schema)
+
+
+def _base_tools() -> list[types.Tool]:
+    tool = _tool
     return [
         tool("echo", STATE["echo_description"], {"text": {"type": "string"}}, ["text"]),
         tool(

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from cartograph.config.model import Config
+    from cartograph.upstream.federation import ServerReport
 
 keys_app = typer.Typer(help="Operator signing keys and the trust set.", no_args_is_help=True)
 cards_app = typer.Typer(help="Inspect and verify signed capability cards.", no_args_is_help=True)
@@ -251,6 +252,12 @@ def cards_verify(
         for s in report.verified
     ]
     rows += [[s, exc.code, "", "", exc.message] for s, exc in report.failures.items()]
+    # A configured server with no card file at all is a failure too: `serve` cannot serve it.
+    missing = [s.name for s in cfg.enabled_servers if s.name not in store.servers()]
+    rows += [
+        [s, "card_missing", "", "", f"no card file; run `cartograph bootstrap --server {s}`"]
+        for s in missing
+    ]
     rows.sort(key=lambda r: str(r[0]))
     if json_out:
         print_json(
@@ -263,7 +270,7 @@ def cards_verify(
         print_table(
             f"cards in {store.root}", ["server", "status", "version", "signer", "reason"], rows
         )
-    if report.failures or not rows:
+    if report.failures or missing or not rows:
         if not rows:
             stderr.print(f"no cards in {store.root}; run `cartograph bootstrap`", highlight=False)
         raise typer.Exit(1)
@@ -324,7 +331,11 @@ def cards_diff(
     ] = False,
     json_out: JsonOption = False,
 ) -> None:
-    """What changed upstream since attestation: drifted, new, and missing tools."""
+    """What changed upstream since attestation: drifted, new, and missing tools.
+
+    A server that could not be listed (unreachable, or its tools now collide
+    after normalisation) is a difference too: nothing says it is unchanged.
+    """
     from cartograph.cards.drift import check_drift
     from cartograph.cards.store import CardStore, trust_path
     from cartograph.cards.trust import load_trust
@@ -332,16 +343,19 @@ def cards_diff(
 
     cfg = _config(config, state_dir)
     report = CardStore(cfg.state_dir).load(load_trust(trust_path(cfg)))
-    federation = federation_catalog(cfg, catalog)
+    unlisted: list[ServerReport] = []
+    federation = federation_catalog(cfg, catalog, failed=unlisted)
     drift = check_drift(report.verified, federation)
     problems = [e for e in drift if e.status != "ok"]
     rows = [[e.server, e.tool, e.status, ", ".join(e.changed)] for e in problems]
     rows += [[s, "*", f"card not loaded ({exc.code})", ""] for s, exc in report.failures.items()]
+    rows += [[r.name, "*", f"not listed ({_code(r)})", ""] for r in unlisted]
     if json_out:
         print_json(
             {
                 "drift": drift.to_dict(),
                 "card_failures": {s: e.to_dict() for s, e in report.failures.items()},
+                "unlisted": {r.name: _code(r) for r in unlisted},
             }
         )
     elif rows:
@@ -351,3 +365,7 @@ def cards_diff(
         stdout.print("no changes since attestation", highlight=False)
     if exit_code and rows:
         raise typer.Exit(1)
+
+
+def _code(report: ServerReport) -> str:
+    return report.error.code if report.error is not None else report.status

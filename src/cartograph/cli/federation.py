@@ -69,7 +69,9 @@ async def connect_live(config: Config) -> FederationResult:
         return await connect_federation(config, progress=advance)
 
 
-def federation_catalog(config: Config, catalog: Path | None) -> Catalog:
+def federation_catalog(
+    config: Config, catalog: Path | None, *, failed: list[ServerReport] | None = None
+) -> Catalog:
     from rich.markup import escape
 
     from cartograph.upstream.federation import load_catalog_for, load_snapshot
@@ -78,12 +80,13 @@ def federation_catalog(config: Config, catalog: Path | None) -> Catalog:
 
     Live servers connect under a progress bar; each one that fails is named on
     stderr, because it is simply absent from the catalog (and so from a
-    snapshot or a bootstrap) otherwise.
+    snapshot or a bootstrap) otherwise. ``failed``, when given, receives their
+    reports, for commands whose verdict they change (``cards diff``).
     """
     snapshot = catalog or config.catalog
     if snapshot is not None:
         return load_snapshot(snapshot)
-    failed: list[ServerReport] = []
+    failed = [] if failed is None else failed
 
     def on_report(report: ServerReport) -> None:
         advance(report)
