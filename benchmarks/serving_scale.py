@@ -112,7 +112,16 @@ def _fill_cache(state: Path, trust: Any, parts: dict[Any, Any] | None) -> None:
         embedder = _TableEmbedder(
             model.model_id, _composed(model, entries_from_cards(cards), parts)
         )
-    ToolIndex.build(cards, embedder, cache=EmbeddingCache(state))
+    ToolIndex.build(cards, embedder, cache=EmbeddingCache(state), **_store_for(state))
+
+
+def _store_for(state: Path) -> dict[str, Any]:
+    """The persisted index (``index/vector_store.py``) if this checkout has one, as serve uses."""
+    try:
+        from cartograph.index.vector_store import VectorStore
+    except ImportError:  # an older checkout: the embedding cache alone
+        return {}
+    return {"store": VectorStore(state)}
 
 
 class _TableEmbedder:
@@ -185,7 +194,7 @@ def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[s
     t2 = time.perf_counter()
     rss_cards = rss_mb()
     cache = EmbeddingCache(state)
-    index = ToolIndex.build(cards, get_embedder("minilm"), cache=cache)
+    index = ToolIndex.build(cards, get_embedder("minilm"), cache=cache, **_store_for(state))
     gc.collect()
     t3 = time.perf_counter()
     rss_index = rss_mb()

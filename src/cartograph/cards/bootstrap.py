@@ -60,10 +60,18 @@ def attest_catalog(
     configs: Mapping[str, ServerConfig] | None = None,
     only: Collection[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    trust: TrustSet | None = None,
 ) -> BootstrapResult:
-    """Write a fresh signed card for every changed server in ``catalog``."""
+    """Write a fresh signed card for every changed server in ``catalog``.
+
+    Then re-sign the card manifest over every card in the store that verifies
+    under ``trust`` (default: ``key`` alone), which is what start-up trusts
+    (:mod:`cartograph.cards.manifest`).
+    """
+    from cartograph.cards.manifest import write_manifest
+
     with store.batch():
-        return _attest(
+        result = _attest(
             catalog,
             store=store,
             key=key,
@@ -73,6 +81,8 @@ def attest_catalog(
             only=only,
             progress=progress,
         )
+    write_manifest(store, key, trust)
+    return result
 
 
 def _attest(

@@ -201,6 +201,14 @@ class CardStore:
             log.warning("card for %s not loaded (%s): %s", server, exc.code, exc.message)
         return report.verified
 
+    def check_rollback(self, card: Card, entry: Mapping[str, Any], digest: str) -> None:
+        """Raise :class:`RollbackError` if ``card`` is older than (or reuses) the accepted one."""
+        self._check_rollback(card, entry, digest)
+
+    def raise_accepted(self, cards: Iterable[Card]) -> None:
+        """Record newer versions of ``cards`` as accepted (after they verified)."""
+        self._raise_accepted(cards)
+
     def _check_rollback(self, card: Card, entry: Mapping[str, Any], digest: str) -> None:
         accepted = entry.get("version", 0)
         if not isinstance(accepted, int):
@@ -241,6 +249,11 @@ def read_card_file(path: Path) -> Card:
     return parse_card(_read_limited(path))
 
 
+def read_card_bytes(path: Path) -> bytes:
+    """A card (or manifest) file's bytes, size-limited (P-REL-5); ``card_missing`` if absent."""
+    return _read_limited(path)
+
+
 def _read_limited(path: Path) -> bytes:
     try:
         size = path.stat().st_size
@@ -275,7 +288,12 @@ def load_report_for_config(config: Config) -> CardLoadReport:
     names = [s.name for s in config.enabled_servers] or None
     present = set(store.servers())
     wanted = [n for n in names if n in present] if names is not None else None
-    return store.load(load_trust(trust_path(config)), servers=wanted)
+    trust = load_trust(trust_path(config))
+    from cartograph.cards.manifest import load_with_manifest
+
+    # One signature over every card when bootstrap wrote a manifest; else each card's own.
+    pinned = load_with_manifest(store, trust, wanted)
+    return pinned if pinned is not None else store.load(trust, servers=wanted)
 
 
 def require_serving_state(config: Config) -> None:

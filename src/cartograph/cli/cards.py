@@ -192,6 +192,7 @@ def bootstrap(
             configs={s.name: s for s in cfg.servers},
             only=only,
             progress=lambda _name: bar.advance(task),
+            trust=load_trust(trust_path(cfg)),
         )
     finished = time.perf_counter()
     if key.key_id not in {k.key_id for k in load_trust(trust_path(cfg)).keys}:

@@ -138,6 +138,7 @@ async def step_bootstrap(ctx: DemoContext) -> None:
             overrides=load_overrides(ctx.config.cards.overrides),
             configs={s.name: s for s in ctx.config.servers},
             progress=lambda _name: bar.advance(task),
+            trust=load_trust(trust_path(ctx.config)),
         )
     ctx.results["bootstrap"] = _bootstrap_summary(result, time.perf_counter() - started)
     ctx.check("cards attested", result.count("failed") == 0, f"{result.count('failed')} failed")

@@ -33,7 +33,7 @@ from typing import Final
 
 import numpy as np
 
-from cartograph.fsutil import atomic_write_bytes
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
 from cartograph.index.embedders.base import Vectors
 
 INDEX_DIRNAME: Final = "index"
@@ -91,7 +91,7 @@ class VectorStore:
         """Write one block atomically (a crash leaves the old file or none)."""
         buffer = io.BytesIO()
         np.save(buffer, np.ascontiguousarray(vectors, dtype=STORED_DTYPE), allow_pickle=False)
-        atomic_write_bytes(self.path_for(model_id, key), buffer.getvalue())
+        atomic_write_bytes(self.path_for(model_id, key), buffer.getvalue(), mode=PRIVATE_FILE_MODE)
 
 
 __all__ = ["INDEX_DIRNAME", "STORED_DTYPE", "VectorStore", "block_key", "stored"]

@@ -166,6 +166,11 @@ def regenerate_tools(config: Config, report: RiftReport) -> RegenerateOutcome:
         store.write(signed)
         outcome.rewrites.extend(rewrites)
         outcome.versions[server_name] = body.provenance.card_version
+    from cartograph.cards.manifest import write_manifest
+    from cartograph.cards.store import trust_path
+    from cartograph.cards.trust import load_trust
+
+    write_manifest(store, key, load_trust(trust_path(config)))  # start-up serves only these
     return outcome
 
 

@@ -1,0 +1,287 @@
+"""The signed snapshot manifest: one signature over every card, for fast trust at start-up.
+
+The TUF idea. Verifying 100k tools' cards one Ed25519 signature at a time took
+seconds; instead, whoever writes cards (``cartograph bootstrap``, Rift's
+regenerate) also writes ``cards/manifest.json``::
+
+    {"body": {"type": "cartograph/card-manifest/v1", "version": N, "cards": {
+        "<server>": {"file": sha256(card file bytes), "digest": <verified body digest>,
+                     "version": <card version>, "key_id": <card signer>}, ...}},
+     "signature": {"algorithm": "ed25519", "key_id": ..., "value": base64}}
+
+signed over ``type ‖ 0x00 ‖ key id ‖ 0x00 ‖ JCS(body)`` (its own type string:
+domain separation from cards, P-SIG-5). At start-up :func:`load_with_manifest`
+verifies that one signature (the signer must be trusted for every server it
+vouches for), refuses a manifest older than the last one accepted
+(``cards/manifest.accepted.json``: its own version, rollback protection), then
+for each card only hashes the file: a card whose bytes are not the ones the
+manifest names is **not served** (``card_not_in_manifest``). The card's own
+signer must still be trusted and not revoked, its version must not roll back
+(P-SIG-8), and :class:`VerifiedCards` re-derives each body digest, so a
+manifest cannot vouch for content it does not pin.
+
+``cartograph cards verify`` still verifies every card's own signature; without
+a manifest (a state directory from before it existed) start-up falls back to that.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cartograph.cards.canonical import canonical_bytes, loads_strict, sha256_hex
+from cartograph.cards.keys import SigningKey
+from cartograph.cards.signing import ALGORITHM, Verification, parse_card
+from cartograph.cards.store import (
+    CardLoadReport,
+    CardStore,
+    card_filename,
+    read_card_bytes,
+)
+from cartograph.cards.trust import TrustSet
+from cartograph.cards.verified import VerifiedCards
+from cartograph.errors import CardError, CardFormatError, RollbackError, SignatureError
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
+
+MANIFEST_FILE: Final = "manifest.json"
+ACCEPTED_MANIFEST_FILE: Final = "manifest.accepted.json"
+MANIFEST_TYPE: Final = "cartograph/card-manifest/v1"
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """What the manifest pins for one server's card."""
+
+    file: str
+    digest: str
+    version: int
+    key_id: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A verified manifest: its version, its digest and the cards it pins."""
+
+    version: int
+    digest: str
+    cards: Mapping[str, ManifestEntry]
+
+
+def _message(body_bytes: bytes, key_id: str) -> bytes:
+    return b"\x00".join((MANIFEST_TYPE.encode("ascii"), key_id.encode("ascii"), body_bytes))
+
+
+def write_manifest(store: CardStore, key: SigningKey, trust: TrustSet | None = None) -> Manifest:
+    """Sign a manifest over every card file now in ``store`` (version: previous + 1).
+
+    Each card is verified first, under ``trust`` (the operator's trust set, so
+    cards signed by the previous key during a rotation stay served; default:
+    ``key`` alone). A card that does not verify is left out, so it is not served.
+    """
+    from cartograph.cards.signing import verify_card
+
+    trust = trust if trust is not None else TrustSet.of(key.public)
+    cards: dict[str, dict[str, Any]] = {}
+    for server in store.servers():
+        data = read_card_bytes(store.path_for(server))
+        try:
+            proof = verify_card(parse_card(data), trust, expected_server=server)
+        except CardError:
+            continue  # untrusted or broken: left out, so not served
+        cards[server] = {
+            "file": sha256_hex(data),
+            "digest": proof.digest,
+            "version": proof.version,
+            "key_id": proof.key_id,
+        }
+    version = _current_version(store) + 1
+    body = {"type": MANIFEST_TYPE, "version": version, "cards": cards}
+    body_bytes = canonical_bytes(body)
+    signature = base64.b64encode(key.sign(_message(body_bytes, key.key_id))).decode("ascii")
+    document = {
+        "body": body,
+        "signature": {"algorithm": ALGORITHM, "key_id": key.key_id, "value": signature},
+    }
+    atomic_write_bytes(
+        store.root / MANIFEST_FILE, canonical_bytes(document) + b"\n", mode=PRIVATE_FILE_MODE
+    )
+    return Manifest(version, sha256_hex(body_bytes), _entries(cards))
+
+
+def _current_version(store: CardStore) -> int:
+    """The highest manifest version seen: on disk or accepted (never reuse a number)."""
+    seen = _accepted(store).get("version", 0)
+    path = store.root / MANIFEST_FILE
+    if path.exists():
+        try:
+            raw = loads_strict(path.read_bytes())
+            seen = max(seen, int(raw["body"]["version"]))
+        except (CardError, KeyError, TypeError, ValueError):
+            pass
+    return int(seen)
+
+
+def read_manifest(store: CardStore, trust: TrustSet) -> Manifest | None:
+    """The verified manifest, or None when there is none; raises when it does not verify."""
+    path = store.root / MANIFEST_FILE
+    if not path.exists():
+        return None
+    raw = loads_strict(read_card_bytes(path))
+    body, signature = _parts(raw)
+    key_id = signature["key_id"]
+    body_bytes = canonical_bytes(body)
+    cards = _entries(body["cards"])
+    if not cards:
+        return None  # vouches for nothing: verify each card on its own
+    key = trust.key_for(key_id, next(iter(cards)))
+    for server in cards:  # the signer must be trusted for every card it vouches for
+        trust.key_for(key_id, server)
+    try:
+        key.verify(_decode(signature["value"]), _message(body_bytes, key_id))
+    except SignatureError as exc:
+        raise SignatureError(
+            f"{path}: the card manifest does not match its signature (tampered or corrupted); "
+            "re-sign it with `cartograph bootstrap`",
+            code="bad_manifest_signature",
+        ) from exc
+    manifest = Manifest(int(body["version"]), sha256_hex(body_bytes), cards)
+    _check_manifest_rollback(store, manifest)
+    return manifest
+
+
+def _parts(raw: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    try:
+        body, signature = raw["body"], raw["signature"]
+        ok = (
+            body["type"] == MANIFEST_TYPE
+            and isinstance(body["version"], int)
+            and isinstance(body["cards"], dict)
+            and signature["algorithm"] == ALGORITHM
+            and isinstance(signature["key_id"], str)
+            and isinstance(signature["value"], str)
+        )
+    except (KeyError, TypeError) as exc:
+        raise CardFormatError("card manifest has the wrong shape", code="manifest_shape") from exc
+    if not ok:
+        raise CardFormatError("card manifest has the wrong shape", code="manifest_shape")
+    return body, signature
+
+
+def _entries(cards: Mapping[str, Any]) -> dict[str, ManifestEntry]:
+    try:
+        return {
+            str(server): ManifestEntry(
+                str(e["file"]), str(e["digest"]), int(e["version"]), str(e["key_id"])
+            )
+            for server, e in cards.items()
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CardFormatError("card manifest has the wrong shape", code="manifest_shape") from exc
+
+
+def _decode(value: str) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise SignatureError(
+            "card manifest signature is not base64", code="bad_manifest_signature"
+        ) from exc
+
+
+def _accepted(store: CardStore) -> dict[str, Any]:
+    path = store.root / ACCEPTED_MANIFEST_FILE
+    if not path.exists():
+        return {}
+    raw = loads_strict(path.read_bytes())
+    return raw if isinstance(raw, dict) else {}
+
+
+def _check_manifest_rollback(store: CardStore, manifest: Manifest) -> None:
+    """A lower version than accepted, or the same version with other content, is refused."""
+    seen = _accepted(store)
+    version, digest = int(seen.get("version", 0)), seen.get("digest")
+    if manifest.version < version or (manifest.version == version and digest != manifest.digest):
+        raise RollbackError(
+            f"card manifest is version {manifest.version}, but version {version} was already "
+            "accepted (rollback or replay); restore the newer cards or run `cartograph bootstrap`",
+            code="manifest_rollback",
+        )
+    if manifest.version > version:
+        record = {"version": manifest.version, "digest": manifest.digest}
+        atomic_write_bytes(
+            store.root / ACCEPTED_MANIFEST_FILE,
+            canonical_bytes(record) + b"\n",
+            mode=PRIVATE_FILE_MODE,
+        )
+
+
+def load_with_manifest(
+    store: CardStore, trust: TrustSet, servers: Iterable[str] | None = None
+) -> CardLoadReport | None:
+    """Cards pinned by the verified manifest (None: no manifest, verify each card instead).
+
+    Per card: hash the file and compare with the manifest, parse it strictly,
+    check that its signer is trusted for it and its version does not roll
+    back. A card the manifest does not pin is reported as a failure
+    (``card_not_in_manifest``) and not served.
+    """
+    manifest = read_manifest(store, trust)
+    if manifest is None:
+        return None
+    wanted = store.servers() if servers is None else list(servers)
+    accepted = store.accepted()
+    verified: list[tuple[Any, Verification]] = []
+    failures: dict[str, CardError] = {}
+    for server in wanted:
+        try:
+            verified.append(_pinned(store, trust, manifest, accepted, server))
+        except CardError as exc:
+            failures[server] = exc
+    store.raise_accepted(card for card, _ in verified)
+    return CardLoadReport(VerifiedCards(verified), failures)
+
+
+def _pinned(
+    store: CardStore,
+    trust: TrustSet,
+    manifest: Manifest,
+    accepted: Mapping[str, Mapping[str, Any]],
+    server: str,
+) -> tuple[Any, Verification]:
+    data = read_card_bytes(store.path_for(server))
+    entry = manifest.cards.get(server)
+    if entry is None or hashlib.sha256(data).hexdigest() != entry.file:
+        raise CardError(
+            f"{card_filename(server)} is not the card the signed manifest names "
+            f"(changed or added since); re-attest with `cartograph bootstrap --server {server}`",
+            code="card_not_in_manifest",
+            server=server,
+        )
+    card = parse_card(data)
+    if card.server != server or card.signature.key_id != entry.key_id:
+        raise SignatureError(
+            f"card for {server!r} does not match its manifest entry; "
+            f"re-attest with `cartograph bootstrap --server {server}`",
+            code="card_server_mismatch",
+            server=server,
+        )
+    key = trust.key_for(entry.key_id, server)  # the card's signer: trusted, in scope, not revoked
+    proof = Verification(server, key.key_id, entry.digest, card.version)
+    store.check_rollback(card, accepted.get(server, {}), entry.digest)
+    return card, proof
+
+
+__all__ = [
+    "ACCEPTED_MANIFEST_FILE",
+    "MANIFEST_FILE",
+    "MANIFEST_TYPE",
+    "Manifest",
+    "ManifestEntry",
+    "load_with_manifest",
+    "read_manifest",
+    "write_manifest",
+]
