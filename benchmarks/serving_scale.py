@@ -13,8 +13,10 @@ file and the embedding cache (composed vectors at 10k/100k, exactly as in
 measured subprocess then does only what ``serve`` does at start-up and per
 query:
 
-1. ``CardStore.load_verified(trust)``: read, parse, verify every card;
-2. ``ToolIndex.build(cards, minilm, cache=...)``: the index from the cache;
+1. load and verify every card as start-up does: through the signed snapshot manifest
+   (one signature, a hash per card file) where the checkout has one, else each card;
+2. ``ToolIndex.build(cards, minilm, cache=..., store=...)``: the index from the
+   persisted per-card vector blocks (or the embedding cache, older checkouts);
 3. ``discover()`` per method, query embedding included.
 
 It reports time per phase, RSS after each phase and the peak (``ru_maxrss``).
@@ -85,6 +87,12 @@ def prepare(scale: str, state: Path) -> dict[str, Any]:
         atomic_write_bytes(store.path_for(server.name), render_card(sign_card(body, key)))
     trust = TrustSet.of(key.public)
     save_trust(trust, state / "trust.toml")
+    try:  # as bootstrap does, where this checkout has the signed snapshot manifest
+        from cartograph.cards.manifest import write_manifest
+    except ImportError:
+        pass
+    else:
+        write_manifest(store, key, trust)
     written = time.perf_counter()
     del catalog, texts
     _fill_cache(state, trust, parts)
@@ -189,7 +197,7 @@ def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[s
     tasks = tasks_for(scale, queries)
     rss_imported = rss_mb()
     t1 = time.perf_counter()
-    cards = CardStore(state).load_verified(load_trust(state / "trust.toml"))
+    cards = _load_cards(CardStore(state), load_trust(state / "trust.toml"))
     gc.collect()
     t2 = time.perf_counter()
     rss_cards = rss_mb()
@@ -221,6 +229,20 @@ def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[s
     row["rss_end_mb"] = round(rss_mb(), 1)
     row["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return row
+
+
+def _load_cards(store: Any, trust: Any) -> Any:
+    """What start-up does: the manifest path where this checkout has it, else each card."""
+    try:
+        from cartograph.cards.manifest import load_with_manifest
+    except ImportError:
+        return store.load_verified(trust)
+    report = load_with_manifest(store, trust)
+    if report is None:
+        return store.load_verified(trust)
+    if report.failures:
+        raise SystemExit(f"cards not served: {dict(list(report.failures.items())[:3])}")
+    return report.verified
 
 
 # --- driver -----------------------------------------------------------------------
