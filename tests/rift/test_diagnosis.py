@@ -55,7 +55,7 @@ def test_diagnosis_names_the_differing_verb_instead_of_saying_nothing_differs(
     assert retrieve.words == ("retrieve",) and retrieve.source == "name"
     override = tomllib.loads(retrieve.fix)
     text = override["servers"]["notion"]["tools"]["API-retrieve-a-block"]["description"]
-    assert text.startswith("Use it to retrieve, not to update")
+    assert text.startswith("Use it to retrieve. ")
     assert text.endswith(BLOCK)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -36,9 +37,16 @@ TOOLS = [
 ]
 
 
-def _operator_state(tmp_path: Path) -> Config:
+# Same words in their names and the same argument: nothing a statement could add separates them.
+TWINS = [
+    ("fetch_record", "Fetch a record.", schema(number="record number")),
+    ("fetchRecord", "Fetch a record.", schema(number="record number")),
+]
+
+
+def _operator_state(tmp_path: Path, tools: list[Any] = TOOLS) -> Config:
     """A state dir holding an operator key, its trust set, and one card whose tools all say SAME."""
-    catalog = catalog_of({"archive": TOOLS})
+    catalog = catalog_of({"archive": tools})
     snapshot = tmp_path / "catalog.json"
     save_catalog(catalog, snapshot)
     config = Config(state_dir=tmp_path / "state", catalog=snapshot)
@@ -72,10 +80,34 @@ def test_regenerate_rewrites_every_regenerate_tool_and_re_signs_the_card(tmp_pat
     assert outcome.versions == {"archive": 2}
     cards = load_verified_for_config(config)  # verifies under the operator's trust set
     assert cards["archive"].version == 2
-    texts = {t.description for t in cards["archive"].body.tools}
-    assert len(texts) == 3 and SAME not in texts
+    texts = {t.name: t.description for t in cards["archive"].body.tools}
+    assert texts["fetch_invoice"] == f"Use it to fetch invoice. {SAME}"
+    assert all(text.endswith(SAME) for text in texts.values())
     after = _rift(config)
     assert all(not c.regenerate for c in after.clusters)
+    assert "    - " + SAME in outcome.lines()
+    assert f"    + Use it to fetch receipt. {SAME}" in outcome.lines()
+
+
+def test_a_second_regenerate_run_changes_nothing_and_bumps_no_card(tmp_path: Path) -> None:
+    config = _operator_state(tmp_path)
+    regenerate_tools(config, _rift(config))
+    before = CardStore(config.state_dir).read("archive")
+
+    again = regenerate_tools(config, _rift(config))
+
+    assert again.rewrites == [] and again.versions == {}
+    after = CardStore(config.state_dir).read("archive")
+    assert after.version == before.version == 2
+    assert after == before
+
+
+def test_tools_no_statement_can_separate_are_left_alone_and_listed(tmp_path: Path) -> None:
+    config = _operator_state(tmp_path, tools=TWINS)
+    outcome = regenerate_tools(config, _rift(config))
+    assert outcome.rewrites == [] and outcome.versions == {}
+    assert sorted(outcome.unresolved) == ["archive/fetchRecord", "archive/fetch_record"]
+    assert CardStore(config.state_dir).read("archive").version == 1
 
 
 def test_regenerate_refuses_cards_that_were_only_attested_in_memory(tmp_path: Path) -> None:
@@ -98,5 +130,5 @@ def test_cli_regenerate_uses_the_configured_state_dir(
     result = CliRunner().invoke(build_app(), args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["cards"].startswith("signed cards in")
-    assert "re-signed 1 card(s), rewrote 3 tool description(s)" in result.stderr
+    assert "rewrote 3 tool description(s), re-signed 1 card(s)" in result.stderr
     assert CardStore(config.state_dir).read("archive").version == 2

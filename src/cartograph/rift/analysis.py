@@ -350,7 +350,10 @@ def _member(
     found: _Margin | None,
 ) -> Member:
     tool = ctx.tools[group[k]]
-    distinct = distinct_tokens(texts, k)
+    # A twin on a duplicate server has the same text by construction: not a rival.
+    twins = {j for j in range(len(group)) if j != k and ctx.pair(group[k], group[j]) == "duplicate"}
+    rest = [t for j, t in enumerate(texts) if j not in twins]
+    distinct = distinct_tokens(rest, rest.index(texts[k])) if len(rest) > 1 else texts[k].tokens
     return Member(
         server=tool.server,
         tool=tool.tool,

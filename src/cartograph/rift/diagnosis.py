@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from cartograph.rift.actions import action_of
 from cartograph.rift.model import Suggestion
 from cartograph.rift.tokens import Vocabulary, token_key, words
 
@@ -173,16 +174,21 @@ def compare(member: MemberText, rival: MemberText, vocabulary: Vocabulary) -> Di
 
 
 def distinguishing_statement(member: MemberText, rival: MemberText, diff: Difference) -> str:
-    """One plain sentence a card can add so that it says what the rival's does not."""
-    mine, theirs = " ".join(diff.name_mine), " ".join(diff.name_theirs)
-    if mine and theirs:
-        return f"Use it to {mine}, not to {theirs} ({rival.tool} does that)."
-    if mine:
-        return f"Use it when the task needs {mine}; {rival.tool} does not cover that."
-    if theirs:
-        return f"Not for '{theirs}': use {rival.tool} for that."
+    """One plain sentence a card can add so that it says what the rival's does not.
+
+    It uses only the member's own facts (name words, then argument names the
+    rival's name or schema lacks), so two rivals' statements never share the
+    words that tell them apart; only when the member's name is a subset of the
+    rival's does it say what the member is *not* for.
+    """
+    if diff.name_mine:
+        words = " ".join(diff.name_mine)
+        lead = "to" if action_of(diff.name_mine[0]) is not None else "for"
+        return f"Use it {lead} {words}."
     if diff.args_mine:
-        return f"Takes {', '.join(diff.args_mine)}, which {rival.tool} does not."
+        return f"Takes {', '.join(diff.args_mine)}."
+    if diff.name_theirs:
+        return f"Not for {' '.join(diff.name_theirs)}: {rival.tool} does that."
     return ""
 
 
