@@ -25,7 +25,7 @@ from cartograph.index.rankers.hybrid import Features, HybridParams, combine, fea
 from cartograph.index.tool_index import ToolIndex
 
 OBJECTIVE: Final = ("R@5", "Hit@5", "MRR")
-REPORTED: Final = ("R@5", "G@5", "Hit@5", "MRR")
+REPORTED: Final = ("R@5", "G@5", "Hit@1", "Hit@5", "MRR")
 K: Final = 5
 
 DEFAULT_GRID: Final = tuple(

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import RetrievalError
+from cartograph.index.adapter import QueryAdapter
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.corpus import Corpus, build_corpus
 from cartograph.index.embedders.base import Embedder, Vectors
@@ -47,9 +48,18 @@ class ToolIndex:
     """Every ranker over one corpus of verified tools."""
 
     def __init__(
-        self, corpus: Corpus, *, default_method: str = DEFAULT_METHOD, pooled_steps: bool = False
+        self,
+        corpus: Corpus,
+        *,
+        default_method: str = DEFAULT_METHOD,
+        pooled_steps: bool = False,
+        query_adapter: QueryAdapter | None = None,
     ) -> None:
+        if query_adapter is not None:
+            query_adapter.check(corpus.embedder)
         self.corpus = corpus
+        # Off by default: the shipped one did not help zero-shot (index/adapter.py).
+        self.query_adapter = query_adapter
         self.default_method = default_method
         # Pool step vectors from one model run over the whole task (faster, slightly
         # less accurate; see QueryContext). Off by default: quality first.
@@ -129,7 +139,12 @@ class ToolIndex:
 
     def context(self, task: str) -> QueryContext:
         """Parse ``task`` once; several rankers may then share its embeddings."""
-        return QueryContext(self.corpus, parse_query(task), pooled_steps=self.pooled_steps)
+        return QueryContext(
+            self.corpus,
+            parse_query(task),
+            pooled_steps=self.pooled_steps,
+            adapter=self.query_adapter,
+        )
 
     def rank(
         self,

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from cartograph.index.adapter import QueryAdapter
 from cartograph.index.corpus import Corpus
 from cartograph.index.embedders.base import Vectors
 from cartograph.index.lexical import Scores
@@ -45,6 +46,8 @@ class QueryContext:
     corpus: Corpus
     query: ParsedQuery
     pooled_steps: bool = False
+    adapter: QueryAdapter | None = None
+    """Maps every query vector (task and steps) before it meets a tool vector."""
     _whole: Vectors | None = field(default=None, repr=False)
     _steps: Vectors | None = field(default=None, repr=False)
     _similarities: Vectors | None = field(default=None, repr=False)
@@ -75,7 +78,7 @@ class QueryContext:
 
     def whole_vector(self) -> Vectors:
         if self._whole is None:
-            self._whole = self.corpus.embedder.embed([self.query.text])[0]
+            self._whole = self._adapt(self.corpus.embedder.embed([self.query.text]))[0]
         whole: Vectors = self._whole
         return whole
 
@@ -87,12 +90,16 @@ class QueryContext:
             if len(clauses) == 1 and clauses[0].text == self.query.text:
                 self._steps = self.whole_vector()[None, :]
             elif self.pooled_steps and isinstance(embedder, SpanEmbedder):
-                rows = embedder.embed_spans(self.query.text, [(c.start, c.end) for c in clauses])
+                spans = [(c.start, c.end) for c in clauses]
+                rows = self._adapt(embedder.embed_spans(self.query.text, spans))
                 self._whole, self._steps = rows[0], rows[1:]
             else:
-                self._steps = embedder.embed([c.text for c in clauses])
+                self._steps = self._adapt(embedder.embed([c.text for c in clauses]))
         steps: Vectors = self._steps
         return steps
+
+    def _adapt(self, vectors: Vectors) -> Vectors:
+        return vectors if self.adapter is None else self.adapter.apply(vectors)
 
 
 class Ranker(Protocol):
