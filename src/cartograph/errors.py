@@ -32,6 +32,7 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   └── ArgumentError           arguments do not match the tool's input schema
     ├── PolicyError                 a catalog policy or authorization refuses the request
     │   └── AuthenticationError     no valid bearer token where one is required (HTTP 401)
+    ├── SessionLimitError           a session cap (per principal or in total) is reached
     ├── StubError                   stub generation refused (output folder, server selection)
     └── DemoError                   a `cartograph demo` check failed (what an agent should see)
 """
@@ -165,6 +166,16 @@ class ToolFailed(UpstreamError):
     code = "tool_failed"
 
 
+class SessionLimitError(CartographError):
+    """A cap on downstream or upstream sessions is reached; nothing was opened.
+
+    Not an :class:`UpstreamError`: the upstream did nothing wrong, so it must not
+    count against that upstream's circuit breaker.
+    """
+
+    code = "session_limit"
+
+
 class StubError(CartographError):
     code = "stub_error"
 
@@ -194,6 +205,7 @@ __all__ = [
     "RetrievalError",
     "RevokedKeyError",
     "RollbackError",
+    "SessionLimitError",
     "SignatureError",
     "StubError",
     "ToolFailed",

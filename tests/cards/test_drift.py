@@ -199,3 +199,18 @@ def test_list_changed_report_replaces_only_that_servers_entries(catalog: Catalog
     merged = full.merged(update)
     assert ("files", "late") in merged.blocked
     assert ("weather", "get_forecast") in merged.exposed
+
+
+@pytest.mark.promise("P-DRIFT-1")
+def test_a_tool_that_flips_back_to_its_pinned_definition_stays_withheld() -> None:
+    """A rug pull that reverts between two re-lists (or differs per session) stays caught."""
+    from cartograph.cards.drift import DriftReport, DriftView, ToolDrift
+
+    view = DriftView()
+    changed = view.update_server(
+        "s", DriftReport((ToolDrift("s", "echo", "drifted", ("description",)),))
+    )
+    assert changed and view.hidden("s", "echo")
+    assert not view.update_server("s", DriftReport((ToolDrift("s", "echo", "ok"),)))
+    assert view.hidden("s", "echo")
+    assert view.report.get("s", "echo") == ToolDrift("s", "echo", "drifted", ("description",))

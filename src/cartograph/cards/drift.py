@@ -1,7 +1,8 @@
 """Drift (rug pulls): does what an upstream serves still match its signed card?
 
-Run on every connect and on ``notifications/tools/list_changed``. Each
-(server, tool) gets one :class:`ToolDrift`:
+Run on every connect and reconnect, on ``notifications/tools/list_changed``,
+and on a schedule (the re-list interval). Each (server, tool) gets one
+:class:`ToolDrift`:
 
 - ``ok``: the served definition's digest equals the card's pin;
 - ``drifted``: the digest differs; ``changed`` says which parts
@@ -11,11 +12,16 @@ Run on every connect and on ``notifications/tools/list_changed``. Each
 
 Pins are looked up by (server, tool) only, so a definition swapped between
 two tools, or moved to another server, never matches a pin (P-CARD-3).
+
+A running proxy keeps exactly one :class:`DriftView`: every path that learns
+what a server lists writes into it, and ``discover``, ``call`` and ``status``
+all read it, so a tool found changed is hidden, refused and reported at once
+(P-DRIFT-1) — there is no second copy that a path could forget to update.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -153,6 +159,78 @@ class DriftReport:
         }
 
 
+DriftListener = Callable[[], None]
+"""Called (synchronously) after the set of blocked tools changed."""
+
+
+class DriftView:
+    """The one live drift state of a catalog (P-DRIFT-1).
+
+    Writers replace one server's entries at a time (:meth:`update_server`)
+    or the whole report (:meth:`replace`); readers ask :meth:`hidden` or
+    take :attr:`report`. ``generation`` counts changes to the set of tools
+    that must not be served, so a reader holding something derived from an
+    older generation (an index built before a rug pull) knows it is stale.
+    """
+
+    def __init__(self, report: DriftReport | None = None) -> None:
+        self._report = report or DriftReport()
+        self._blocked = self._not_exposed(self._report)
+        self.generation = 0
+        self._listeners: list[DriftListener] = []
+
+    @property
+    def report(self) -> DriftReport:
+        return self._report
+
+    @property
+    def blocked(self) -> frozenset[tuple[str, str]]:
+        """Every listed (server, tool) that must not be served: drifted, unattested, missing."""
+        return self._blocked
+
+    def hidden(self, server: str, tool: str) -> bool:
+        return (server, tool) in self._blocked
+
+    def subscribe(self, listener: DriftListener) -> None:
+        self._listeners.append(listener)
+
+    def update_server(self, server: str, fresh: DriftReport) -> bool:
+        """Replace ``server``'s entries with ``fresh``; True when the blocked set moved.
+
+        Wholesale, not :meth:`DriftReport.merged`: an uncarded server that stops
+        listing anything must lose its old entries too. One exception: a tool
+        once found ``drifted`` stays so while these cards are served, even if a
+        later listing matches its pin again. Per-client sessions of one server
+        may list differently, and an upstream that flips between definitions
+        must not make the tool callable between two re-lists; re-attesting
+        (a new card) is the way back.
+        """
+        previous = {e.tool: e for e in self._report if e.server == server}
+        entries = tuple(
+            previous[e.tool]
+            if e.status == "ok" and e.tool in previous and previous[e.tool].status == "drifted"
+            else e
+            for e in fresh.entries
+        )
+        others = tuple(e for e in self._report if e.server != server)
+        return self.replace(DriftReport(others + entries))
+
+    def replace(self, report: DriftReport) -> bool:
+        self._report = report
+        blocked = self._not_exposed(report)
+        if blocked == self._blocked:
+            return False
+        self._blocked = blocked
+        self.generation += 1
+        for listener in list(self._listeners):
+            listener()
+        return True
+
+    @staticmethod
+    def _not_exposed(report: DriftReport) -> frozenset[tuple[str, str]]:
+        return frozenset((e.server, e.tool) for e in report if not e.exposed)
+
+
 def check_drift(cards: VerifiedCards, catalog: Catalog) -> DriftReport:
     """Compare every served tool with its card's pin (servers absent from ``catalog`` skipped)."""
     entries: list[ToolDrift] = []
@@ -194,8 +272,10 @@ def changed_parts(pinned: Pins, served: Pins) -> tuple[str, ...]:
 
 
 __all__ = [
+    "DriftListener",
     "DriftReport",
     "DriftStatus",
+    "DriftView",
     "ToolDrift",
     "changed_parts",
     "check_drift",

@@ -32,6 +32,14 @@ DEFAULT_MAX_TASK_CHARS: Final = 4000
 DEFAULT_CPU_WORKERS: Final = 2
 # After SIGTERM, how long `serve --http` lets in-flight calls finish before ending them.
 DEFAULT_SHUTDOWN_GRACE: Final = 10.0
+DEFAULT_RELIST_INTERVAL: Final = 30.0
+"""Seconds between re-lists of every live upstream session (catches unannounced rug pulls)."""
+DEFAULT_SESSION_IDLE_TIMEOUT: Final = 300.0
+"""Seconds an unused downstream MCP session, or per-client upstream session, is kept."""
+DEFAULT_MAX_SESSIONS: Final = 256
+DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: Final = 32
+DEFAULT_MAX_UPSTREAM_SESSIONS: Final = 64
+DEFAULT_MAX_UPSTREAM_SESSIONS_PER_PRINCIPAL: Final = 16
 PROXY_TOOL_NAMES: Final = frozenset({"discover", "status", "call"})
 MAX_SECONDS: Final = 7 * 24 * 3600.0
 
@@ -114,6 +122,16 @@ class GatewayConfig(_Section):
     breaker_cooldown: Seconds = DEFAULT_BREAKER_COOLDOWN
     max_result_bytes: int = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024)
     audit_log: Path | None = None
+    relist_interval: Seconds = DEFAULT_RELIST_INTERVAL
+    session_idle_timeout: Seconds = DEFAULT_SESSION_IDLE_TIMEOUT
+    max_sessions: int = Field(default=DEFAULT_MAX_SESSIONS, ge=1)
+    """Downstream (HTTP) MCP sessions open at once, in total."""
+    max_sessions_per_principal: int = Field(default=DEFAULT_MAX_SESSIONS_PER_PRINCIPAL, ge=1)
+    max_upstream_sessions: int = Field(default=DEFAULT_MAX_UPSTREAM_SESSIONS, ge=1)
+    """Per-client upstream sessions (for stdio: child processes) open at once, in total."""
+    max_upstream_sessions_per_principal: int = Field(
+        default=DEFAULT_MAX_UPSTREAM_SESSIONS_PER_PRINCIPAL, ge=1
+    )
 
 
 class TokenConfig(_Section):

@@ -29,11 +29,14 @@ from cartograph.errors import UnknownToolError, UpstreamError, UpstreamTimeout, 
 from cartograph.gateway.audit import Redactor
 from cartograph.gateway.limits import Bulkhead, CircuitBreaker
 from cartograph.gateway.pool import (
+    SESSIONLESS_CLIENT,
     SHARED_PARTITION,
     Opener,
     OpenHook,
+    PoolLimits,
     Upstream,
     UpstreamPool,
+    client_of,
     default_opener,
 )
 from cartograph.gateway.results import limit_result, redact_error_result
@@ -86,7 +89,6 @@ class Gateway:
         admit: Admit | None = None,
         redactor: Redactor | None = None,
         share_sessions: bool = False,
-        idle_timeout: float | None = None,
     ) -> None:
         self.settings = settings
         self.mode = settings.mode
@@ -96,7 +98,7 @@ class Gateway:
         self._admit = admit
         self.redactor = redactor or Redactor()
         self.share_sessions = share_sessions
-        self.pool = UpstreamPool(opener, on_open=on_open, idle_timeout=idle_timeout)
+        self.pool = UpstreamPool(opener, on_open=on_open, limits=pool_limits(settings))
         self._guards = {s.name: self._new_guard(s.name) for s in servers}
         self._in_flight = _InFlight()
         self._closing = False
@@ -109,12 +111,24 @@ class Gateway:
             bulkhead=Bulkhead(server, s.max_in_flight, s.queue_size),
         )
 
-    def partition_for(self, server: str, client: str | None) -> str:
-        """Shared only for ``stateless`` upstreams or a single-client proxy (stdio)."""
+    def partition_for(self, server: str, client: str | None) -> str | None:
+        """Shared only for ``stateless`` upstreams or a single-client proxy (stdio).
+
+        ``None`` for a downstream request with no session (2026-07-28 HTTP): it
+        has nothing to share a stateful upstream session with, so it gets one
+        of its own for this call alone (P-POOL-1 holds whatever the era).
+        """
         cfg = self.servers[server]
         if cfg.stateless or self.share_sessions or client is None:
             return SHARED_PARTITION
+        if client_of(client) == SESSIONLESS_CLIENT:
+            return None
         return client
+
+    @property
+    def holds_client_state(self) -> bool:
+        """True when some upstream keeps per-client sessions (stateful, not shared)."""
+        return not self.share_sessions and any(not s.stateless for s in self.servers.values())
 
     def guard(self, server: str) -> _Guard:
         return self._guards[server]
@@ -176,17 +190,33 @@ class Gateway:
         if self.mode == "oneshot":
             return await self._oneshot(cfg, tool, arguments, progress)
         partition = self.partition_for(cfg.name, client)
-        session = await self.pool.get(cfg, partition)
-        self._check_admitted(cfg.name, tool)
+        if partition is None:
+            return await self._oneshot(cfg, tool, arguments, progress)
         try:
-            return await _invoke(session, cfg, tool, arguments, progress)
+            return await self._pooled(cfg, partition, tool, arguments, progress)
         except UpstreamError as exc:
             if exc.code not in RESTARTABLE_CODES:
                 raise
         # The session died before our request left: restart and send it once more.
+        return await self._pooled(cfg, partition, tool, arguments, progress)
+
+    async def _pooled(
+        self,
+        cfg: ServerConfig,
+        partition: str,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
+    ) -> CallToolResult:
         session = await self.pool.get(cfg, partition)
         self._check_admitted(cfg.name, tool)
-        return await _invoke(session, cfg, tool, arguments, progress)
+        with self.pool.leased(session):
+            try:
+                return await _invoke(session, cfg, tool, arguments, progress)
+            except UpstreamTimeout:
+                # The reply may still be arriving: never reuse this session (P-REL-12).
+                self.pool.retire(cfg.name, partition, session)
+                raise
 
     def _check_admitted(self, server: str, tool: str) -> None:
         if self._admit is not None:
@@ -323,6 +353,15 @@ async def _invoke(
             tool=tool,
             timeout=cfg.call_timeout,
         ) from None
+
+
+def pool_limits(settings: GatewayConfig) -> PoolLimits:
+    """The pool's caps and idle expiry, from ``[gateway]``."""
+    return PoolLimits(
+        max_sessions=settings.max_upstream_sessions,
+        max_sessions_per_principal=settings.max_upstream_sessions_per_principal,
+        idle_timeout=settings.session_idle_timeout,
+    )
 
 
 def _ms_since(start: float) -> float:

@@ -94,6 +94,11 @@ class ProxyHandlers:
         """Shutdown: end in-flight upstream calls with ``shutting_down``, close every session."""
         await self.runtime.gateway.aclose()
 
+    @property
+    def holds_client_state(self) -> bool:
+        """True when an upstream of this catalog keeps per-client sessions (HTTP: stateful)."""
+        return self.runtime.gateway.holds_client_state
+
     # -- listing ---------------------------------------------------------------
 
     def list_tools(self) -> list[Tool]:

@@ -19,6 +19,7 @@ from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 
 from cartograph import __version__
 from cartograph.errors import CartographError
+from cartograph.gateway.pool import SESSIONLESS_CLIENT
 from cartograph.gateway.results import error_result
 from cartograph.server.handlers import CALL_CONTEXT, CallContext, ToolSurface
 
@@ -26,9 +27,10 @@ logger = logging.getLogger(__name__)
 
 SERVER_NAME: Final = "cartograph"
 LOCAL_CLIENT: Final = "local"
-SESSIONLESS_HTTP_CLIENT: Final = "http:sessionless"
+SESSIONLESS_HTTP_CLIENT: Final = SESSIONLESS_CLIENT
 """2026-07-28 HTTP requests carry no session and the SDK exposes no per-connection
-identity, so they partition by principal alone (see docs/gateway.md, Pooling)."""
+identity: the gateway gives each such call a stateful upstream session of its own
+(see docs/gateway.md, Pooling)."""
 
 Ctx = ServerRequestContext[Any, Any]
 KeyOf = Callable[[Ctx], str | None]

@@ -137,6 +137,11 @@ class RoutedHandlers:
         required = len(reachable) > 1
         return [with_catalog_property(t, reachable, required=required) for t in union.values()]
 
+    @property
+    def holds_client_state(self) -> bool:
+        """True when any catalog behind the routed mount keeps per-client sessions."""
+        return any(bool(getattr(s, "holds_client_state", True)) for s in self._targets.values())
+
     async def release_client(self, client: str) -> None:
         """A routed-mount session ended: every catalog closes that client's upstream sessions."""
         for surface in self._targets.values():

@@ -4,13 +4,19 @@
 never serves anything a verified card does not cover: ``discover`` searches
 an index built only from ``ok`` tools, and ``call`` re-checks the card's
 integrity, the tool's drift state and the arguments before the gateway does
-any upstream I/O. Whenever a session (re)opens, or an upstream reports
-``tools/list_changed``, the server's tools are re-listed, re-compared with
-the card, and the index is rebuilt if the set of servable tools changed.
+any upstream I/O. Whenever a session (re)opens, an upstream reports
+``tools/list_changed``, or the re-list interval passes (``[gateway]
+relist_interval``: the one path that needs no cooperation from the upstream,
+whatever its protocol era), the server's tools are re-listed and re-compared
+with the card into the catalog's one :class:`~cartograph.cards.drift.DriftView`.
+``discover`` filters its results through that view at query time, so a tool
+found changed is hidden at once, while the index is rebuilt in the background.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -20,7 +26,13 @@ import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult
 
-from cartograph.cards.drift import DriftReport, check_drift, check_server_drift, reattest_command
+from cartograph.cards.drift import (
+    DriftReport,
+    DriftView,
+    check_drift,
+    check_server_drift,
+    reattest_command,
+)
 from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
@@ -70,8 +82,8 @@ class CatalogRuntime:
         self.cache = cache
         self.redactor = Redactor.from_config(config)
         self.audit = AuditLog(config.gateway.audit_log, redactor=self.redactor)
-        self.drift = DriftReport()
-        """Every listed tool's standing against its card (``cartograph.cards.drift``)."""
+        self.drift_view = DriftView()
+        """Every listed tool's standing against its card, shared by discover, call and status."""
         self.live: dict[str, ServerDef] = {}
         self._refreshing: dict[str, bool] = {}
         self.unchecked: set[str] = set()
@@ -91,6 +103,14 @@ class CatalogRuntime:
         self._index_lock = anyio.Lock()
         self._excluded: frozenset[ToolKey] | None = None
         self._validators: dict[ToolKey, tuple[ToolCard, Any]] = {}
+        self._rebuild_task: asyncio.Task[None] | None = None
+        self._rebuild_again = False
+        self._maintenance: asyncio.Task[None] | None = None
+
+    @property
+    def drift(self) -> DriftReport:
+        """The current drift report (read from the one :attr:`drift_view`)."""
+        return self.drift_view.report
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -155,6 +175,7 @@ class CatalogRuntime:
             await runtime.rebuild_index()
             if warm is not None:
                 await anyio.to_thread.run_sync(warm.join)
+            runtime.start_maintenance()
         except BaseException:
             await runtime.aclose()
             raise
@@ -206,9 +227,51 @@ class CatalogRuntime:
 
         live = tuple(self.live[name] for name in self.servers if name in self.live)
         self.cards = attest_in_memory(Catalog(servers=live))
-        self.drift = check_drift(self.cards, Catalog(servers=live))
+        self.drift_view.replace(check_drift(self.cards, Catalog(servers=live)))
+
+    def start_maintenance(self) -> None:
+        """Start the background re-list and idle sweep (pooled mode; idempotent)."""
+        if self.gateway.mode != "pooled" or self._maintenance is not None:
+            return
+        self._maintenance = asyncio.create_task(
+            self._maintain(), name=f"cartograph:maintain:{self.name}"
+        )
+
+    async def _maintain(self) -> None:
+        """Every ``relist_interval``: re-list each live session, then expire idle sessions.
+
+        The re-list is what catches a rug pull the upstream does not announce
+        (or cannot: a 2026-07-28 SDK server advertises no ``tools.listChanged``),
+        so drift detection never depends on the protocol era.
+        """
+        interval = self.config.gateway.relist_interval
+        while True:
+            await anyio.sleep(interval)
+            try:
+                await self.relist()
+                await self.gateway.pool.sweep_idle()
+            except Exception:  # the maintenance loop must outlive any one failure
+                logger.exception("catalog %s: periodic re-list failed", self.name)
+
+    async def relist(self) -> None:
+        """Re-list every live upstream session now and fold the result into the drift view."""
+
+        async def one(server: str, session: Upstream) -> None:
+            try:
+                await self._refresh(server, session)
+            except CartographError as exc:
+                logger.warning("periodic re-list of %s failed: %s", server, exc.code)
+
+        async with anyio.create_task_group() as group:
+            for server, session in self.gateway.pool.live_sessions():
+                group.start_soon(one, server, session)
 
     async def aclose(self) -> None:
+        for task in (self._maintenance, self._rebuild_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         try:
             await self.gateway.aclose()
         finally:
@@ -240,7 +303,6 @@ class CatalogRuntime:
                 except CartographError as exc:
                     logger.warning("re-listing %s after list_changed failed: %s", server, exc.code)
                     return
-                await self.rebuild_index()
                 if not self._refreshing[server]:
                     return
                 self._refreshing[server] = False
@@ -249,20 +311,41 @@ class CatalogRuntime:
 
     async def _refresh(self, server: str, session: Upstream) -> None:
         live: ServerDef = await session.list_tools()
-        self.apply_listing(server, live)
+        if self.apply_listing(server, live) and self._index is not None:
+            self._schedule_rebuild()
 
-    def apply_listing(self, server: str, live: ServerDef) -> None:
+    def apply_listing(self, server: str, live: ServerDef) -> bool:
         """Compare ``server``'s listing (live, or from a catalog snapshot) with its card.
 
-        Call :meth:`rebuild_index` afterwards for the index to follow.
+        Returns True when that changed which tools are withheld. ``discover``
+        hides them at once; :meth:`rebuild_index` makes the index follow.
         """
         self.unchecked.discard(server)
         self.live[server] = live
         fresh = check_server_drift(self.cards, server, list(live.tools))
-        # Replace this server's entries wholesale (``merged`` would keep them when
-        # an uncarded server stops listing anything).
-        others = tuple(e for e in self.drift if e.server != server)
-        self.drift = DriftReport(others + fresh.entries)
+        return self.drift_view.update_server(server, fresh)
+
+    def _schedule_rebuild(self) -> None:
+        """Rebuild the index in the background; a change during a rebuild queues one more.
+
+        Until it is done, :meth:`discover` hides newly blocked tools itself.
+        """
+        if self._rebuild_task is not None and not self._rebuild_task.done():
+            self._rebuild_again = True
+            return
+        self._rebuild_task = asyncio.create_task(
+            self._rebuild_until_current(), name=f"cartograph:index:{self.name}"
+        )
+
+    async def _rebuild_until_current(self) -> None:
+        while True:
+            self._rebuild_again = False
+            try:
+                await self.rebuild_index()
+            except Exception:
+                logger.exception("catalog %s: rebuilding the index failed", self.name)
+            if not self._rebuild_again:
+                return
 
     def excluded(self) -> frozenset[ToolKey]:
         """Carded tools that must not be discoverable: drifted, missing, or denied by policy."""
@@ -305,12 +388,20 @@ class CatalogRuntime:
 
     def discover(self, task: str, k: int | None = None, *, method: str | None = None) -> Any:
         """The retrieval result (pydantic; ``.to_text()`` / ``.model_dump()``)."""
-        from cartograph.index.discover import discover
+        from cartograph.index.discover import ABSTAIN_SHOWN, discover
 
         if self._index is None:
             raise CartographError("the index is not built yet", code="index_not_ready")
-        k = k or self.config.index.default_k
-        return discover(self._index, self.cards, task, k=k, method=method)
+        want = k or self.config.index.default_k
+        # The index may predate the newest drift: ask for enough extra results to
+        # drop every tool blocked since it was built and still return ``want``.
+        stale = self.drift_view.blocked - (self._excluded or frozenset())
+        result = discover(self._index, self.cards, task, k=want + len(stale), method=method)
+        if not stale:
+            return result
+        limit = min(want, ABSTAIN_SHOWN) if result.abstained else want
+        kept = [t for t in result.tools if (t.server, t.tool) not in stale][:limit]
+        return result.model_copy(update={"tools": kept})
 
     async def call(
         self,

@@ -37,15 +37,20 @@ from starlette.types import Receive, Scope, Send
 
 from cartograph import __version__
 from cartograph.config.catalogs import ROUTED_NAME, MountMode
-from cartograph.config.model import DEFAULT_MAX_BODY_BYTES
-from cartograph.errors import AuthenticationError, ConfigError
+from cartograph.config.model import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+)
+from cartograph.errors import AuthenticationError, ConfigError, SessionLimitError
 from cartograph.gateway.audit import AuditLog
 from cartograph.server.auth import Principal, TokenAuthority
 from cartograph.server.handlers import ToolSurface
 from cartograph.server.http._audit import HttpAudit
 from cartograph.server.http._guards import GuardMiddleware, HostPolicy, OriginPolicy
 from cartograph.server.http._mount import PRINCIPAL_SCOPE_KEY, build_mount_server
-from cartograph.server.http._sessions import SessionEnded, SessionManager
+from cartograph.server.http._sessions import SessionEnded, SessionManager, opens_session
 from cartograph.server.proxy import http_client_key
 from cartograph.server.routed import RoutedHandlers
 
@@ -73,7 +78,9 @@ class HttpSettings:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    session_idle_timeout: float | None = 30 * 60
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS
+    max_sessions_per_principal: int | None = DEFAULT_MAX_SESSIONS_PER_PRINCIPAL
 
 
 class _Refusal(Exception):
@@ -133,6 +140,8 @@ def _manager(surface: ToolSurface, label: str, settings: HttpSettings) -> Sessio
         build_mount_server(surface, label=label),
         max_request_body_size=settings.max_body_bytes,
         session_idle_timeout=settings.session_idle_timeout,
+        max_sessions=settings.max_sessions,
+        max_sessions_per_principal=settings.max_sessions_per_principal,
         on_session_end=_releaser(surface),
     )
 
@@ -235,6 +244,16 @@ def _gate(principal: Principal, mount: _Mount) -> None:
     )
 
 
+def _admit(mount: _Mount, scope: Scope, principal: Principal) -> None:
+    """429 ``session_limit`` for a request that would open a session beyond a cap (P-REL-12)."""
+    if scope.get("method") != "POST" or not opens_session(Headers(scope=scope)):
+        return
+    try:
+        mount.manager.check_capacity(principal.name)
+    except SessionLimitError as exc:
+        raise _Refusal(429, exc.code, exc.message) from exc
+
+
 class _McpEndpoint:
     """ASGI endpoint for ``/mcp`` and ``/mcp/{name}``."""
 
@@ -251,6 +270,7 @@ class _McpEndpoint:
             path_name = scope.get("path_params", {}).get("name")
             mount = _resolve(self.mounts, path_name, QueryParams(scope.get("query_string", b"")))
             _gate(principal, mount)
+            _admit(mount, scope, principal)
         except _Refusal as refusal:
             self.audit.refused(
                 scope,

@@ -145,6 +145,9 @@ def settings_for(config: Config, host: str) -> HttpSettings:
         allowed_hosts=config.http.allowed_hosts,
         allowed_origins=config.http.allowed_origins,
         max_body_bytes=config.http.max_body_bytes,
+        session_idle_timeout=config.gateway.session_idle_timeout,
+        max_sessions=config.gateway.max_sessions,
+        max_sessions_per_principal=config.gateway.max_sessions_per_principal,
     )
 
 
