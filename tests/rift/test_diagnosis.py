@@ -33,7 +33,7 @@ def test_names_that_state_different_actions_cap_an_identical_pair_at_medium(
     paper = RiftSettings.paper()
     theirs = analyse(tools_from_cards(cards, probe="arguments"), fake_embed, paper, model_id="f")
     assert ours.clusters[0].risk == "MEDIUM"
-    assert any("'retrieve' vs 'update'" in n for n in ours.clusters[0].notes)
+    assert any("different actions ('retrieve', 'update')" in n for n in ours.clusters[0].notes)
     assert theirs.clusters[0].risk == "HIGH"
 
 
@@ -55,7 +55,7 @@ def test_diagnosis_names_the_differing_verb_instead_of_saying_nothing_differs(
     assert retrieve.words == ("retrieve",) and retrieve.source == "name"
     override = tomllib.loads(retrieve.fix)
     text = override["servers"]["notion"]["tools"]["API-retrieve-a-block"]["description"]
-    assert text.startswith("Use it to retrieve. ")
+    assert text.startswith("Use it to retrieve a block. ")
     assert text.endswith(BLOCK)
 
 

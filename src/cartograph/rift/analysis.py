@@ -410,18 +410,23 @@ def _notes(
 
 
 def _action_notes(ctx: _Context, group: list[int]) -> list[str]:
-    notes: list[str] = []
+    """One note naming the verbs of the pairs capped at MEDIUM because their actions differ."""
+    verbs: list[str] = []
+    pairs = 0
     for x, a in enumerate(group):
         for b in group[x + 1 :]:
-            verbs = different_actions(ctx.tools[a].tool, ctx.tools[b].tool)
-            if verbs is None or ctx.pair(a, b) != "actions":
+            found = different_actions(ctx.tools[a].tool, ctx.tools[b].tool)
+            if found is None or ctx.pair(a, b) != "actions":
                 continue
-            notes.append(
-                f"{ctx.tools[a].key} and {ctx.tools[b].key} name different actions "
-                f"('{verbs[0]}' vs '{verbs[1]}'): a task that says what it wants done picks "
-                "the right one, so this pair counts as MEDIUM at most"
-            )
-    return notes
+            pairs += 1
+            verbs.extend(v for v in found if v not in verbs)
+    if not pairs:
+        return []
+    said = ", ".join(f"'{v}'" for v in verbs)
+    return [
+        f"{pairs} pair(s) of members name different actions ({said}): a task that says what it "
+        "wants done picks the right one, so those pairs count as MEDIUM at most"
+    ]
 
 
 _RUNG_WORDS: Final = ("", "their names", "their names and servers")

@@ -21,6 +21,7 @@ from typing import Final, Literal
 
 from cartograph.rift.actions import action_of
 from cartograph.rift.model import Suggestion
+from cartograph.rift.queries import name_words
 from cartograph.rift.tokens import Vocabulary, token_key, words
 
 MAX_SUGGESTED_WORDS: Final = 5
@@ -182,14 +183,21 @@ def distinguishing_statement(member: MemberText, rival: MemberText, diff: Differ
     rival's does it say what the member is *not* for.
     """
     if diff.name_mine:
-        words = " ".join(diff.name_mine)
-        lead = "to" if action_of(diff.name_mine[0]) is not None else "for"
-        return f"Use it {lead} {words}."
+        return name_statement(member.tool)
     if diff.args_mine:
         return f"Takes {', '.join(diff.args_mine)}."
     if diff.name_theirs:
         return f"Not for {' '.join(diff.name_theirs)}: {rival.tool} does that."
     return ""
+
+
+def name_statement(tool: str) -> str:
+    """``API-retrieve-a-block`` → "Use it to retrieve a block." (from its first action verb)."""
+    spoken = name_words(tool).split()
+    start = next((k for k, w in enumerate(spoken) if action_of(w.lower()) is not None), None)
+    if start is None:
+        return f"Use it for {' '.join(spoken)}."
+    return f"Use it to {' '.join(spoken[start:])}."
 
 
 def override_text(member: MemberText, description: str) -> str:

@@ -50,7 +50,9 @@ def _csp(template: str) -> str:
 
 
 def _data(report: RiftReport) -> dict[str, Any]:
-    body = report.model_dump(mode="json", include={"points", "clusters", "names", "settings"})
+    body = report.model_dump(
+        mode="json", include={"points", "clusters", "names", "settings", "duplicates"}
+    )
     body["headline"] = headline(report)
     body["comparison_columns"], body["comparison_rows"] = comparison_table(report)
     return body

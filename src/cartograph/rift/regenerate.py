@@ -30,7 +30,7 @@ from cartograph.cards.model import Card, ToolCard
 from cartograph.catalog.model import Catalog
 from cartograph.config.model import Config
 from cartograph.errors import CardError
-from cartograph.rift.actions import action_of
+from cartograph.rift.diagnosis import name_statement
 from cartograph.rift.model import Cluster, Member, RiftReport
 from cartograph.rift.tokens import Vocabulary, token_key, words
 
@@ -125,10 +125,8 @@ def _cluster_rewrites(
 
 def _statement(m: Member, argument_names: Sequence[str], taken: frozenset[str]) -> str:
     """A sentence of the tool's own name words (else argument names) no rival's text uses."""
-    fresh = _fresh(words(m.tool), taken)
-    if fresh:
-        lead = "to" if action_of(fresh[0]) is not None else "for"
-        return f"Use it {lead} {' '.join(fresh)}."
+    if _fresh(words(m.tool), taken):
+        return name_statement(m.tool)
     if _fresh([w for a in argument_names for w in words(a)], taken):
         return f"Takes {', '.join(argument_names[:6])}."
     return ""
