@@ -56,6 +56,7 @@ HEAVY_TASK_CHARS = 4_000_000
 """The attack's discover task (~4 MB; under the default 4 MiB body limit with its envelope)."""
 MODERN = "2026-07-28"
 RUG_PULL_WINDOW = 10.0
+RELIST_INTERVAL = 2.0
 """How long after a mid-session tool change the script keeps checking whether calls see it."""
 
 
@@ -441,9 +442,7 @@ async def fault_rug_pull(probe: Probe) -> str:
     return f"{_observed(before)}, then {_observed(after)}"
 
 
-KNOWN_OPEN: dict[str, str] = {
-    "rug pull, 2026-07-28 era": "issue 13 finding 4: no list_changed in this era",
-}
+KNOWN_OPEN: dict[str, str] = {}
 """Rows whose promise is known not to hold yet, with why; the table still shows what it sees."""
 
 FaultFn = Callable[[Probe], Awaitable[str]]
@@ -491,7 +490,10 @@ IN_PROCESS: list[tuple[Row, Upstream, FaultFn]] = [
 def run_in_process_faults(folder: Path) -> list[Row]:
     """Every upstream fault against one ``serve --http``, one upstream per fault."""
     plan = [(Row(**{**asdict(row)}), up, fn) for row, up, fn in IN_PROCESS]
-    config = write_config(folder, [up for _, up, _ in plan])
+    # A 2026-07-28 SDK upstream announces no list changes: the periodic re-list
+    # ([gateway] relist_interval, default 30 s) is what catches its rug pull.
+    gateway = {"relist_interval": RELIST_INTERVAL}
+    config = write_config(folder, [up for _, up, _ in plan], gateway=gateway)
     with serve_http(config) as served:
 
         async def drive() -> None:
