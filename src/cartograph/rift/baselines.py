@@ -6,19 +6,25 @@
   the same card text Layer 3 tokenises.
 
 Both find groups; neither can say which group actually breaks retrieval.
-Jaccard is computed with a sparse token matrix so it stays fast on large
-catalogs (intersections are one sparse product).
+Jaccard's intersections are one product of the tool × token incidence matrix:
+dense for catalogs where that is small (no scipy import, which costs more
+start-up time than the product), sparse beyond.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
-from scipy.sparse import csr_matrix, triu
+import numpy.typing as npt
 
 from cartograph.index.embedders.base import Vectors
 from cartograph.rift.clustering import Groups, components, threshold_pairs
+
+DENSE_CELLS: Final = 5_000_000
+DENSE_TOOLS: Final = 2_000
+"""Largest incidence matrix (tools × vocabulary) and tool count computed densely."""
 
 
 def cosine_groups(vectors: Vectors, tau: float) -> Groups:
@@ -38,14 +44,34 @@ def jaccard_groups(token_sets: Sequence[frozenset[str]], threshold: float) -> Gr
             cols.append(vocabulary.setdefault(token, len(vocabulary)))
     if not rows:
         return []
-    matrix = csr_matrix(
-        (np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(n, len(vocabulary))
-    )
-    overlap = triu(matrix @ matrix.T, k=1).tocoo()
     sizes = np.asarray([len(t) for t in token_sets], dtype=np.float64)
-    union = sizes[overlap.row] + sizes[overlap.col] - overlap.data
-    keep = overlap.data / union > threshold
-    return components(n, (overlap.row[keep].astype(np.intp), overlap.col[keep].astype(np.intp)))
+    if n <= DENSE_TOOLS and n * len(vocabulary) <= DENSE_CELLS:
+        left, right, overlap = _dense_overlap(rows, cols, n, len(vocabulary))
+    else:
+        left, right, overlap = _sparse_overlap(rows, cols, n, len(vocabulary))
+    union = sizes[left] + sizes[right] - overlap
+    keep = overlap / union > threshold
+    return components(n, (left[keep].astype(np.intp), right[keep].astype(np.intp)))
+
+
+_Overlap = tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64]]
+
+
+def _dense_overlap(rows: list[int], cols: list[int], n: int, width: int) -> _Overlap:
+    matrix = np.zeros((n, width), dtype=np.float32)
+    matrix[rows, cols] = 1.0
+    shared = np.triu(matrix @ matrix.T, k=1)
+    left, right = np.nonzero(shared)
+    return left.astype(np.intp), right.astype(np.intp), shared[left, right].astype(np.float64)
+
+
+def _sparse_overlap(rows: list[int], cols: list[int], n: int, width: int) -> _Overlap:
+    from scipy.sparse import csr_matrix, triu
+
+    ones = np.ones(len(rows), dtype=np.float64)
+    matrix = csr_matrix((ones, (rows, cols)), shape=(n, width))
+    shared = triu(matrix @ matrix.T, k=1).tocoo()
+    return shared.row.astype(np.intp), shared.col.astype(np.intp), shared.data.astype(np.float64)
 
 
 __all__ = ["cosine_groups", "jaccard_groups"]

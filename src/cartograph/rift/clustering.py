@@ -1,8 +1,12 @@
 """Layer 1: density clustering of tool embeddings (paper §3.4, eq. 9–10).
 
-Agglomerative clustering with scipy's ``linkage``/``fcluster`` and distance
-threshold δ = 1 − θ_sim over cosine distance. Two things keep it cheap on big
-catalogs without changing the answer:
+Agglomerative clustering with distance threshold δ = 1 − θ_sim over cosine
+distance: the flat clusters scipy's ``linkage`` + ``fcluster(criterion="distance")``
+give (a test checks them against scipy), computed here with a Lance–Williams
+update on the small per-component matrix. Importing ``scipy.cluster`` and
+``scipy.spatial`` cost 1–2 s of start-up on a busy two-core machine, more than
+the whole analysis, so Rift does not. Two things keep it cheap on big catalogs
+without changing the answer:
 
 * The pairwise similarity matrix is computed in row blocks and only pairs with
   similarity ≥ θ_sim are kept, as a sparse graph.
@@ -22,10 +26,6 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
-from scipy.spatial.distance import squareform
 
 from cartograph.index.embedders.base import Vectors
 from cartograph.rift.model import Linkage
@@ -57,10 +57,19 @@ def threshold_pairs(vectors: Vectors, theta: float) -> tuple[npt.NDArray[np.intp
 def components(n: int, pairs: tuple[npt.NDArray[np.intp], ...]) -> Groups:
     """Connected components of size ≥ 2 of the graph on ``n`` nodes with edges ``pairs``."""
     rows, cols = pairs
-    if n == 0 or len(rows) == 0:
-        return []
-    graph = coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n))
-    _, labels = connected_components(graph, directed=False)
+    parent = np.arange(n)
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = int(parent[i])
+        return i
+
+    for a, b in zip(rows.tolist(), cols.tolist(), strict=True):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    labels = np.asarray([find(i) for i in range(n)], dtype=np.int64)
     return _groups_of(labels)
 
 
@@ -89,19 +98,49 @@ def _cluster_component(
         return
     sub = vectors[component].astype(np.float64)
     distances = np.clip(1.0 - sub @ sub.T, 0.0, 2.0)
-    np.fill_diagonal(distances, 0.0)
-    condensed = squareform(distances, checks=False)
-    tree = linkage(condensed, method=method)
-    labels = fcluster(tree, t=delta + _EPS, criterion="distance")
-    for group in _groups_of(labels):
+    for group in agglomerate(distances, delta, method):
         yield [component[i] for i in group]
 
 
-def _groups_of(labels: npt.NDArray[np.int32]) -> Groups:
+def agglomerate(distances: npt.NDArray[np.float64], delta: float, method: Linkage) -> Groups:
+    """Flat clusters (size ≥ 2) of merging the closest pair while its linkage distance ≤ δ.
+
+    Single, complete and average linkage are monotone, so this equals cutting
+    the full dendrogram at δ. Each merge updates one row (Lance–Williams);
+    merged-away rows are set to +∞.
+    """
+    d = distances.astype(np.float64, copy=True)
+    k = len(d)
+    np.fill_diagonal(d, np.inf)
+    size = np.ones(k)
+    members: list[list[int]] = [[i] for i in range(k)]
+    while k > 1:
+        flat = int(np.argmin(d))
+        i, j = divmod(flat, k)
+        if d[i, j] > delta + _EPS:
+            break
+        if method == "complete":
+            row = np.maximum(d[i], d[j])
+        elif method == "single":
+            row = np.minimum(d[i], d[j])
+        else:
+            row = (size[i] * d[i] + size[j] * d[j]) / (size[i] + size[j])
+        d[i, :] = row
+        d[:, i] = row
+        d[j, :] = np.inf
+        d[:, j] = np.inf
+        d[i, i] = np.inf
+        size[i] += size[j]
+        members[i].extend(members[j])
+        members[j] = []
+    return [sorted(m) for m in members if len(m) >= 2]
+
+
+def _groups_of(labels: npt.NDArray[np.int64]) -> Groups:
     by_label: dict[int, list[int]] = {}
     for index, label in enumerate(labels.tolist()):
         by_label.setdefault(int(label), []).append(index)
     return [g for g in by_label.values() if len(g) >= 2]
 
 
-__all__ = ["Groups", "cluster", "cohesion", "components", "threshold_pairs"]
+__all__ = ["Groups", "agglomerate", "cluster", "cohesion", "components", "threshold_pairs"]
