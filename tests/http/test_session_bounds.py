@@ -107,3 +107,17 @@ def test_idle_sessions_expire_in_minutes_by_default() -> None:
     default = GatewayConfig().session_idle_timeout
     assert 0 < default <= 600
     assert HttpSettings().session_idle_timeout == default
+
+
+async def test_a_mount_whose_upstreams_are_all_stateless_keeps_the_sessionless_era(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARTO_SHARED", TOKEN)
+    config = _config(tmp_path).model_copy(
+        update={"servers": (scriptable("counter", stateless=True),)}
+    )
+    async with http_app(config, attest_in_memory=True) as served:
+        with serving(served.app) as base:
+            async with mcp_client(f"{base}/mcp", token=TOKEN) as client:
+                assert client.protocol_version == MODERN
+                assert tool_text(await client.call_tool("call", COUNT)) == "1"
