@@ -22,9 +22,9 @@ import pytest
 from anyio.streams.memory import MemoryObjectSendStream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp.server.stdio import stdio_server
 
 from cartograph.server.proxy import build_proxy_server
+from cartograph.server.stdio_guard import guarded_stdio
 from tests.server.support import running
 from tests.server.test_surface import DOCUMENTED_CODES, JSON
 from tests.servers.support import scriptable
@@ -104,7 +104,7 @@ async def wire(tmp_path: Path) -> AsyncIterator[Wire]:
         server = build_proxy_server(handlers)
         send, receive = anyio.create_memory_object_stream[str](16)
         out = _Out()
-        stdio = stdio_server(stdin=receive, stdout=out)  # type: ignore[arg-type]
+        stdio = guarded_stdio((receive, out))  # what `cartograph serve` runs on stdio
         # Both ends close however the body ends: a send end left open when a test
         # fails is collected later, as a ResourceWarning inside some other test.
         async with send, receive, anyio.create_task_group() as group, stdio as (reads, writes):

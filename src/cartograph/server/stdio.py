@@ -5,9 +5,10 @@ The MCP loop starts before the federation is connected, so a client's
 (bounded) for the catalog to be ready. stdout carries JSON-RPC only — fd 1
 points at stderr while we serve (:mod:`cartograph.server.stdio_wire`, which
 also spares each message the SDK's worker-thread hops), and all our logging
-goes to stderr (P-STDIO-1). SIGTERM/SIGINT and stdin EOF both end
-in-flight calls with an error and close every upstream session, so no child
-process outlives the proxy (P-REL-7).
+goes to stderr (P-STDIO-1). A request the SDK cannot parse still gets its
+JSON-RPC error (:mod:`cartograph.server.stdio_guard`, P-REL-11). SIGTERM/SIGINT
+and stdin EOF both end in-flight calls with an error and close every upstream
+session, so no child process outlives the proxy (P-REL-7).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import anyio
-from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, Tool
 
 from cartograph.config.catalogs import ResolvedCatalog
@@ -29,6 +29,7 @@ from cartograph.gateway.results import error_result
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.proxy import build_proxy_server
 from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.stdio_guard import guarded_stdio
 from cartograph.server.stdio_wire import fast_stdio
 from cartograph.server.tools import PROXY_TOOLS, proxy_tool
 
@@ -110,11 +111,9 @@ async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(boot)
             group.start_soon(_on_signal, group.cancel_scope, lambda: runtime)
-            async with fast_stdio() as wire:
-                streams = {} if wire is None else {"stdin": wire[0], "stdout": wire[1]}
-                async with stdio_server(**streams) as (read_stream, write_stream):
-                    options = server.create_initialization_options()
-                    await server.run(read_stream, write_stream, options)
+            async with fast_stdio() as wire, guarded_stdio(wire) as (read_stream, write_stream):
+                options = server.create_initialization_options()
+                await server.run(read_stream, write_stream, options)
             logger.info("stdin closed; shutting down")
             group.cancel_scope.cancel()
     finally:

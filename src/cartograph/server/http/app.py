@@ -50,6 +50,7 @@ from cartograph.server.handlers import ToolSurface
 from cartograph.server.http._audit import HttpAudit
 from cartograph.server.http._guards import GuardMiddleware, HostPolicy, OriginPolicy
 from cartograph.server.http._mount import PRINCIPAL_SCOPE_KEY, build_mount_server
+from cartograph.server.http._replies import with_request_ids
 from cartograph.server.http._sessions import SessionEnded, SessionManager, opens_session
 from cartograph.server.proxy import http_client_key
 from cartograph.server.routed import RoutedHandlers
@@ -285,8 +286,11 @@ class _McpEndpoint:
         watched = self.audit.watching(
             scope, send, catalog=mount.label, principal=self._name(principal), started=started
         )
+        teed, answered = with_request_ids(
+            scope, receive, watched, limit=mount.manager.max_request_body_size
+        )
         await mount.manager.handle_request(
-            _with_principal(scope, principal, self.authority), receive, watched
+            _with_principal(scope, principal, self.authority), teed, answered
         )
 
     def _name(self, principal: Principal | None) -> str | None:

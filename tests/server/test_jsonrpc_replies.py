@@ -1,0 +1,154 @@
+"""Every well-formed request with an id gets exactly one response (P-REL-11).
+
+Issue 13: requests the SDK's parser refuses — arguments nested 200+ deep, a
+batch, ``params`` as a list, no ``jsonrpc``, a lone surrogate escape — got no
+response at all on stdio (the client hung) and a 400 with ``"id": null`` over
+HTTP (the client could not tell which request failed). Each case now gets one
+JSON-RPC error carrying its own id, on stdio (in process, through a real
+``cartograph serve`` over pipes, and with stdin a regular file) and over HTTP
+in both protocol eras.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.http.support import INIT_BODY, MCP_HEADERS, assemble, http_client, serving
+from tests.server.test_jsonrpc_fuzz import wire
+from tests.server.test_stdio_e2e import SERVE, write_config
+
+pytestmark = pytest.mark.promise("P-REL-11")
+
+DEEP = "[" * 250 + "]" * 250
+VERY_DEEP = "[" * 5000 + "]" * 5000
+CALL = '"method":"tools/call","params":{"name":"status","arguments":{"a":%s}}'
+# id -> (the raw line, the JSON-RPC error code it is owed)
+CASES: dict[int, tuple[str, int]] = {
+    101: ('{"jsonrpc":"2.0","id":101,%s}' % (CALL % DEEP), -32600),
+    102: ('{"jsonrpc":"2.0","id":102,%s}' % (CALL % VERY_DEEP), -32600),
+    103: ('[{"jsonrpc":"2.0","id":103,"method":"ping"},{"jsonrpc":"2.0","method":"x"}]', -32600),
+    104: ('{"jsonrpc":"2.0","id":104,"method":"tools/call","params":[1,2]}', -32602),
+    105: ('{"id":105,"method":"ping"}', -32600),
+    106: ('{"jsonrpc":"2.0","id":106,"method":"tools/call","params":'
+          '{"name":"call","arguments":{"server":"\\ud800","tool":"x"}}}', -32700),
+    107: ('{"jsonrpc":"2.0","id":107,"method":null}', -32600),
+}  # fmt: skip
+
+
+def _owed(replies: list[dict[str, Any]]) -> dict[int, list[int | str]]:
+    """Error code (or "result") received per case id (a list, so a second reply would show)."""
+    got: dict[int, list[int | str]] = {}
+    for reply in replies:
+        if reply.get("id") in CASES:
+            outcome = reply["error"]["code"] if "error" in reply else "result"
+            got.setdefault(reply["id"], []).append(outcome)
+    return got
+
+
+EXPECTED: dict[int, list[int | str]] = {rid: [code] for rid, (_, code) in CASES.items()}
+
+
+@pytest.mark.anyio
+async def test_each_unparseable_request_gets_one_error_with_its_id_on_stdio(
+    tmp_path: Path,
+) -> None:
+    replies: list[dict[str, Any]] = []
+    async with wire(tmp_path) as connected:
+        for line, _ in CASES.values():
+            replies += [json.loads(raw) for raw in await connected.exchange(line)]
+    assert _owed(replies) == EXPECTED
+    assert all(r.get("id") in CASES for r in replies)  # nothing else, e.g. no id:null reply
+
+
+def _serve(config: Path, stdin: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, *SERVE, "--config", str(config)],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _lines(tmp_path: Path) -> bytes:
+    init = {**INIT_BODY, "id": "init"}
+    lines = [json.dumps(init), '{"jsonrpc":"2.0","method":"notifications/initialized"}']
+    lines += [line for line, _ in CASES.values()]
+    lines.append('{"jsonrpc":"2.0","id":"last","method":"ping"}')
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_cartograph_serve_over_pipes_answers_each_unparseable_request(tmp_path: Path) -> None:
+    with _serve(write_config(tmp_path), subprocess.PIPE) as process:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(_lines(tmp_path))
+        process.stdin.flush()
+        replies = []
+        while not replies or replies[-1].get("id") != "last":  # ping always answers: bounded
+            replies.append(json.loads(process.stdout.readline()))
+        process.stdin.close()  # end of input: what is still owed goes out before exit
+        rest = process.stdout.read()
+        process.wait(timeout=30)
+    replies += [json.loads(line) for line in rest.splitlines()]
+    assert _owed(replies) == EXPECTED
+
+
+def test_cartograph_serve_with_stdin_a_regular_file_answers_them_too(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(_lines(tmp_path))
+    with requests.open("rb") as stdin, _serve(write_config(tmp_path), stdin) as process:
+        out, _ = process.communicate(timeout=60)
+    replies = [json.loads(line) for line in out.splitlines()]
+    assert _owed(replies) == EXPECTED
+    assert "last" in [r["id"] for r in replies]
+
+
+MODERN = "2026-07-28"
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _modern(line: str) -> tuple[str, dict[str, str]]:
+    """The line with the ``_meta`` and the headers a 2026-07-28 sessionless POST carries."""
+    meta = '"_meta":' + json.dumps(MODERN_META)
+    body = line.replace('"params":{', '"params":{' + meta + ",", 1)
+    headers = {"mcp-protocol-version": MODERN}
+    if '"method":"tools/call"' in line:
+        name = re.search(r'"name":"(\w+)"', line)
+        headers |= {"mcp-method": "tools/call", "mcp-name": name.group(1) if name else ""}
+    elif '"method":"ping"' in line:
+        headers["mcp-method"] = "ping"
+    return body, headers
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_each_unparseable_request_gets_one_error_with_its_id_over_http(era: str) -> None:
+    built = assemble(("solo",))
+    replies: list[dict[str, Any]] = []
+    with serving(built.app) as base, http_client(base) as http:
+        session: dict[str, str] = {}
+        if era == "legacy":
+            opened = http.post("/mcp", json=INIT_BODY, headers=MCP_HEADERS)
+            session["mcp-session-id"] = opened.headers["mcp-session-id"]
+            session["mcp-protocol-version"] = "2025-11-25"
+        for line, _ in CASES.values():
+            body, extra = (line, session) if era == "legacy" else _modern(line)
+            headers = {**MCP_HEADERS, **extra}
+            response = http.post("/mcp", content=body.encode(), headers=headers)
+            parsed = response.json()
+            replies += parsed if isinstance(parsed, list) else [parsed]
+    # the 2026-07-28 path parses with Python's json (250 levels, lone surrogates) and runs
+    # those calls: one response each all the same
+    processed: dict[int, list[int | str]] = (
+        {101: ["result"], 106: ["result"]} if era == "modern" else {}
+    )
+    assert _owed(replies) == {**EXPECTED, **processed}
+    assert built.per_catalog["solo"].calls == len(processed)
