@@ -67,3 +67,14 @@ def small_catalog() -> Catalog:
 @pytest.fixture
 def catalog() -> Catalog:
     return small_catalog()
+
+
+def silenced(server: ServerDef) -> ServerDef:
+    """The same server with every word of publisher prose removed: names and schemas only."""
+    tools = []
+    for tool in server.tools:
+        props = tool.input_schema.get("properties") or {}
+        quiet = {n: {k: v for k, v in p.items() if k != "description"} for n, p in props.items()}
+        schema = {**tool.input_schema, "properties": quiet}
+        tools.append(tool.model_copy(update={"description": "", "input_schema": schema}))
+    return server.model_copy(update={"description": "", "tools": tuple(tools)})

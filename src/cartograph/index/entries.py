@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from cartograph.cards.generators.template import is_opaque
 from cartograph.cards.model import Card
 from cartograph.index.text import split_identifier
 
@@ -93,6 +94,16 @@ def plain_arguments(arguments: str) -> str:
     return "" if arguments == NO_ARGUMENTS else _OPTIONAL.sub("", arguments)
 
 
+def name_text(name: str) -> str:
+    """The tool name as words for ranking; nothing for a name that mixes writing systems.
+
+    ``get_currеnt_time`` with a Cyrillic "е" is dressed as another tool; its
+    card says so and describes it by its inputs only, and its name must not
+    rank it as the tool it imitates either.
+    """
+    return "" if is_opaque(name) else split_identifier(name)
+
+
 def examples_text(examples: Iterable[str], synonyms: Iterable[str] = ()) -> str:
     """One string for the examples field: each task and synonym as its own sentence."""
     return ". ".join(p.strip().rstrip(".") for p in (*examples, *synonyms) if p.strip())
@@ -126,7 +137,7 @@ def entries_from_cards(
                 IndexEntry(
                     server=server,
                     tool=tool.name,
-                    name=split_identifier(tool.name),
+                    name=name_text(tool.name),
                     description=tool.description,
                     arguments=tool.arguments,
                     server_text=server_text,

@@ -16,10 +16,12 @@ from typing import Any, Final
 import jsonschema
 from jsonschema.exceptions import SchemaError as JsonSchemaError
 
-from cartograph.cards.generators.text import describe_fragment, readable_words
+from cartograph.cards.generators.publisher import Topic, publisher_sentences
+from cartograph.cards.generators.text import readable_words
 
 MAX_DEPTH: Final = 6
-PARAM_WORDS: Final = 10
+PARAM_WORDS: Final = 16
+SCHEMA_PROSE_WORDS: Final = 30
 ENUM_LISTED: Final = 8
 _FORMAT_SAMPLES: Final = {
     "uri": "https://example.com",
@@ -215,24 +217,45 @@ def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str,
     return schema
 
 
-def param_phrase(name: str, prop: Mapping[str, Any], is_required: bool) -> str:
+def param_phrase(
+    name: str, prop: Mapping[str, Any], is_required: bool, about: Topic | None = None
+) -> str:
     """``min price (optional): lowest nightly price`` in plain words.
 
     Types and defaults stay in the schema (which ``discover`` shows): this
-    text is ranked, and type words are the same noise for every tool.
+    text is ranked, and type words are the same noise for every tool. The
+    hint is the publisher's first acceptable sentence about the parameter,
+    whole, if it is short (:data:`PARAM_WORDS`); ``about`` is the topic it must
+    stay on (the tool's and the parameter's names).
     """
     words = " ".join(readable_words(name)) or name
     facts = [] if is_required else ["optional"]
     enum = prop.get("enum")
-    if isinstance(enum, list) and 0 < len(enum) <= ENUM_LISTED:
+    if isinstance(enum, list) and 0 < len(enum) <= ENUM_LISTED and all(_short(v) for v in enum):
         facts.append("one of " + ", ".join(str(v) for v in enum))
-    hint = describe_fragment(str(prop.get("description", "")), max_words=PARAM_WORDS)
+    kept = publisher_sentences(
+        str(prop.get("description", "")),
+        about,
+        max_sentences=1,
+        max_words=PARAM_WORDS,
+        min_words=1,
+    )
+    hint = kept[0].rstrip(".") if kept else ""
     text = f"{words} ({'; '.join(facts)})" if facts else words
     return f"{text}: {hint}" if hint else text
 
 
+def _short(value: Any) -> bool:
+    """An enum value short enough to be a value, not a sentence smuggled into ranked text."""
+    text = str(value)
+    return len(text) <= 30 and len(text.split()) <= 2
+
+
 def sanitise_schema(schema: Any, depth: int = 0) -> Any:
     """The schema with its prose (description, title) sanitised and ``$comment`` dropped.
+
+    Prose is kept as whole acceptable sentences (see :mod:`.publisher`), without
+    the topic check: it is shown to agents to fill arguments, not ranked.
 
     Validation keywords are untouched: what an agent may send is exactly what
     the upstream declared (and pinned by digest); only the words change.
@@ -245,7 +268,13 @@ def sanitise_schema(schema: Any, depth: int = 0) -> Any:
             if key == "$comment":
                 continue
             if key in ("description", "title") and isinstance(value, str):
-                text = describe_fragment(value, max_words=PARAM_WORDS * 2)
+                text = " ".join(
+                    publisher_sentences(
+                        value, None, max_sentences=2, max_words=SCHEMA_PROSE_WORDS, min_words=1
+                    )
+                )
+                if text.endswith(".") and not value.rstrip().endswith("."):
+                    text = text[:-1]  # a phrase stays a phrase ("City name")
                 if text:
                     out[key] = text
                 continue

@@ -1,21 +1,35 @@
 """The template generator: deterministic, offline, the default.
 
+Every tool's card text is written from what the tool *is*, in the operator's
+voice (:mod:`.phrasing`), plus what its publisher says about it that survives
+:mod:`.publisher`'s rules, kept as whole sentences:
+
+- ``description``: a purpose sentence from the tool's name ("Get the current
+  time."), then up to three of the publisher's sentences that describe this
+  tool, then what it needs ("Needs timezone.");
+- ``arguments``: each parameter in plain words with its publisher hint, if
+  the hint is a short, acceptable sentence;
+- ``examples``: 3–8 short tasks built from the name and the arguments;
+  ``synonyms`` and ``when_to_use`` likewise.
+
 The paper's bootstrap wrote "Server: X. Contains N tool(s)." for every
-server and one line per tool, which gave 29 tools identical text and a
-zero-margin cluster. This generator builds every tool's text from what the
-tool *is*: its name split into words, its parameters (names, types, enums,
-required), and a sanitised digest of the publisher's description. Every
-server's summary has the same shape and length budget, so no server's
-centroid dominates Stage 1 ranking (the paper's "centroid imbalance").
+server, which gave many tools identical text; here every server's summary
+has the same shape and length budget, so no server's centroid dominates
+Stage 1 ranking (the paper's "centroid imbalance"). A tool whose name mixes
+writing systems (Latin with Cyrillic/Greek look-alikes) is an impersonation
+attempt: its card describes it by its inputs only.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from cartograph.cards.generators.base import GeneratorInfo, Progress, ServerText, ToolText
+from cartograph.cards.generators.phrasing import arg_words, name_words, phrase_for
+from cartograph.cards.generators.publisher import publisher_sentences, schema_names, topic
 from cartograph.cards.generators.schema import (
     example_for,
     param_phrase,
@@ -23,40 +37,31 @@ from cartograph.cards.generators.schema import (
     required,
     sanitise_schema,
 )
-from cartograph.cards.generators.text import (
-    break_copied_runs,
-    cap_words,
-    describe_fragment,
-    phrase,
-    publisher_ngrams,
-    readable_words,
-    tokens,
-)
+from cartograph.cards.generators.text import is_mixed_script, phrase, readable_words
 from cartograph.cards.model import Capability
 from cartograph.catalog.model import ServerDef, ToolDef
 
 TEMPLATE_GENERATOR: Final = "template"
-TEMPLATE_VERSION: Final = "2"
-TOOL_DIGEST_WORDS: Final = 40
-TOOL_TEXT_WORDS: Final = 110
+TEMPLATE_VERSION: Final = "3"
 INPUTS_LISTED: Final = 4
-SERVER_DIGEST_WORDS: Final = 30
+SERVER_SENTENCES: Final = 2
+SERVER_WORDS: Final = 30
 SERVER_TOOLS_LISTED: Final = 12
-SERVER_SUMMARY_WORDS: Final = 90
 TAG_COUNT: Final = 6
+OPAQUE_NAME: Final = (
+    "Tool whose name mixes writing systems (look-alike letters); described by its inputs only."
+)
 _STOP: Final = frozenset(
     """a an the and or of to in on for with by from at as is are be this that it its into
     via using use used get set list all any some one new current given specified specific
     based about over your you their them can will may which what when where how tool tools
     server servers mcp api data""".split()  # noqa: SIM905 - a word list reads better as text
 )
-
-
 _NAME_BOILERPLATE: Final = frozenset({"mcp", "server", "service", "model", "context", "protocol"})
 
 
 class TemplateGenerator:
-    """Deterministic card text from names, schemas and sanitised publisher hints."""
+    """Deterministic card text from names, schemas and sanitised publisher sentences."""
 
     @property
     def info(self) -> GeneratorInfo:
@@ -73,14 +78,14 @@ class TemplateGenerator:
         return out
 
     def describe(self, server: ServerDef) -> ServerText:
-        grams = publisher_ngrams(publisher_texts(server))
-        texts = {tool.name: _tool_text(tool, grams) for tool in server.tools}
-        texts = _make_distinct(texts)
-        return ServerText(capability=_capability(server, grams), tools=texts)
+        title = server_title(server.name)
+        siblings = tuple(t.name for t in server.tools if not is_opaque(t.name))
+        texts = {t.name: tool_text(t, server.name, title, siblings) for t in server.tools}
+        return ServerText(capability=_capability(server, title), tools=_make_distinct(texts))
 
 
 def publisher_texts(server: ServerDef) -> list[str]:
-    """Every piece of publisher prose a card must not copy."""
+    """Every piece of publisher prose the server served (descriptions, titles, parameter text)."""
     texts = [server.description]
     for tool in server.tools:
         texts += [tool.description, tool.title or ""]
@@ -88,51 +93,73 @@ def publisher_texts(server: ServerDef) -> list[str]:
     return [t for t in texts if t]
 
 
+def is_opaque(name: str) -> bool:
+    """A name with a word mixing scripts ("get_currеnt_time" with a Cyrillic е)."""
+    return any(is_mixed_script(word) for word in name.replace("-", "_").split("_"))
+
+
 def tool_action(tool: ToolDef) -> str:
-    """The tool's name as a plain phrase: ``get_repo_info`` → ``Get repository information``."""
-    words = readable_words(tool.name)
-    return phrase([w for w in words if w != "mcp"] or words) or tool.name
+    """The tool's purpose in a few words, lower-case: ``get the current time``."""
+    if is_opaque(tool.name):
+        return "unnamed tool"
+    needed = required(tool.input_schema)
+    return phrase_for(tool.name, needed, [], "").purpose.rstrip(".").lower()
 
 
-def _tool_text(tool: ToolDef, grams: set[tuple[str, ...]]) -> ToolText:
+def tool_text(tool: ToolDef, server: str, title: str, siblings: Sequence[str] = ()) -> ToolText:
+    """The operator's text for one tool (see the module docstring).
+
+    Publisher sentences must be on the topic of the tool's server: its name,
+    the names of its tools and of this tool's arguments (``siblings`` are the
+    server's tool names). Mentioning a sibling's *identifier* still drops a
+    sentence; sharing its words does not.
+    """
     props = properties(tool.input_schema)
     needed = set(required(tool.input_schema))
     ordered = sorted(props, key=lambda n: (n not in needed, list(props).index(n)))
-    phrases = [param_phrase(name, props[name], name in needed) for name in ordered]
-    digest = describe_fragment(tool.description, max_words=TOOL_DIGEST_WORDS)
-    description = _tool_description(tool, digest, ordered, props, needed)
-    arguments = "; ".join(phrases) if phrases else "no arguments"
+    arguments = _arguments(tool, props, needed, ordered)
+    schema = sanitise_schema(tool.input_schema)
+    example = example_for(tool.input_schema)
+    if is_opaque(tool.name):
+        description = " ".join(p for p in (OPAQUE_NAME, _needs(ordered, needed, props)) if p)
+        return ToolText(description, arguments, example, schema)
+    wanted = [n for n in ordered if n in needed]
+    optional = [n for n in ordered if n not in needed]
+    said = phrase_for(tool.name, wanted, optional, title)
+    own = [tool.name, *schema_names(tool.input_schema)]
+    about = topic(tool.name, *props, server, *siblings, names=own)
+    kept = publisher_sentences(
+        tool.description or tool.title or "", about, seen=name_words(tool.name)
+    )
+    description = " ".join([said.purpose, *kept, _needs(ordered, needed, props)]).strip()
     return ToolText(
-        description=break_copied_runs(cap_words(description, TOOL_TEXT_WORDS), grams),
-        arguments=break_copied_runs(arguments, grams),
-        example=example_for(tool.input_schema),
-        input_schema=sanitise_schema(tool.input_schema),
+        description=description,
+        arguments=arguments,
+        example=example,
+        input_schema=schema,
+        when_to_use=said.when_to_use,
+        synonyms=said.synonyms,
+        examples=said.examples,
     )
 
 
-def _tool_description(
-    tool: ToolDef,
-    digest: str,
-    ordered: list[str],
-    props: Mapping[str, Mapping[str, Any]],
-    needed: set[str],
+def _arguments(
+    tool: ToolDef, props: Mapping[str, Mapping[str, Any]], needed: set[str], ordered: list[str]
 ) -> str:
-    parts = [f"{tool_action(tool)}."]
-    if digest and _adds_words(digest, tool.name):
-        parts.append(f"{digest}.")
-    inputs = [" ".join(readable_words(name)) or name for name in ordered if name in needed]
+    names = [tool.name, *schema_names(tool.input_schema)]
+    phrases = [
+        param_phrase(n, props[n], n in needed, topic(n, tool.name, names=names)) for n in ordered
+    ]
+    return "; ".join(phrases) if phrases else "no arguments"
+
+
+def _needs(ordered: list[str], needed: set[str], props: Mapping[str, Any]) -> str:
+    inputs = [" ".join(arg_words(name)) or name for name in ordered if name in needed]
     if inputs:
         shown = ", ".join(inputs[:INPUTS_LISTED])
         more = f" and {len(inputs) - INPUTS_LISTED} more" if len(inputs) > INPUTS_LISTED else ""
-        parts.append(f"Needs {shown}{more}.")
-    elif not props:
-        parts.append("Takes no inputs.")
-    return " ".join(parts)
-
-
-def _adds_words(digest: str, name: str) -> bool:
-    """A digest that only repeats the tool name adds nothing to rank on."""
-    return bool(set(tokens(digest)) - set(readable_words(name)) - _STOP)
+        return f"Needs {shown}{more}."
+    return "" if props else "Takes no inputs."
 
 
 def _make_distinct(texts: dict[str, ToolText]) -> dict[str, ToolText]:
@@ -141,33 +168,24 @@ def _make_distinct(texts: dict[str, ToolText]) -> dict[str, ToolText]:
     return {
         name: text
         if counts[text.description] == 1
-        else ToolText(
-            f"{text.description} Tool name: {name}.",
-            text.arguments,
-            text.example,
-            text.input_schema,
-        )
+        else replace(text, description=f"{text.description} Tool name: {name}.")
         for name, text in texts.items()
     }
 
 
-def _capability(server: ServerDef, grams: set[tuple[str, ...]]) -> Capability:
-    title = server_title(server.name)
-    digest = describe_fragment(server.description, max_words=SERVER_DIGEST_WORDS)
-    actions = [tool_action(t).lower() for t in server.tools[:SERVER_TOOLS_LISTED]]
+def _capability(server: ServerDef, title: str) -> Capability:
+    names = [t.name for t in server.tools if not is_opaque(t.name)]
+    about = topic(server.name, *names, names=names)
+    kept = publisher_sentences(
+        server.description, about, max_sentences=SERVER_SENTENCES, max_words=SERVER_WORDS
+    )
+    actions = [tool_action(t) for t in server.tools[:SERVER_TOOLS_LISTED]]
     more = len(server.tools) - len(actions)
-    parts = [f"{title}."]
-    if digest:
-        parts.append(f"{digest}.")
+    parts = [f"{title}.", *kept]
     if actions:
         listing = ", ".join(actions) + (f" and {more} more" if more > 0 else "")
         parts.append(f"Tools: {listing}.")
-    summary = break_copied_runs(cap_words(" ".join(parts), SERVER_SUMMARY_WORDS), grams)
-    return Capability(
-        summary=summary,
-        guidance=_guidance(server),
-        tags=_tags(server),
-    )
+    return Capability(summary=" ".join(parts), guidance=_guidance(server), tags=_tags(server))
 
 
 def server_title(name: str) -> str:
@@ -195,6 +213,7 @@ def _tags(server: ServerDef) -> tuple[str, ...]:
     words = Counter(
         w
         for tool in server.tools
+        if not is_opaque(tool.name)
         for w in set(readable_words(tool.name))
         if w not in _STOP and len(w) > 2 and not w.isdigit()
     )

@@ -1,22 +1,23 @@
-"""Turning publisher text into safe, operator-owned fragments.
+"""Character- and word-level helpers shared by the generators.
 
-Publisher text is a *hint*: it may carry zero-width characters, instructions
-aimed at the model ("ignore previous instructions", "always use this tool"),
-links, marketing superlatives, or a poisoning payload. The helpers here keep
-only descriptive content, restructure it, cap its length, and guarantee that
-no run of :data:`COPY_RUN_WORDS` words is copied verbatim (``break_copied_runs``).
-None of this is tuned to any benchmark: the rules are about the *form* of
-publisher text, not about particular tools or queries.
+Publisher text is untrusted: it may carry zero-width or tag characters,
+look-alike letters from other scripts, markup, links, or instructions aimed at
+the model. :func:`clean` removes what a reader cannot see and what is not
+prose; :func:`is_instruction` recognises sentences addressed to the model.
+Which *sentences* of publisher text a card keeps is decided in
+:mod:`.publisher`. Nothing here ever deletes part of a word: text is kept or
+dropped a whole word (and mostly a whole sentence) at a time, so a card never
+shows a mangled token such as ``America/_York``. None of this is tuned to any
+benchmark: the rules are about the *form* of publisher text, not about
+particular tools or queries.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Final
-
-COPY_RUN_WORDS: Final = 12
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN: Final = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
@@ -29,15 +30,24 @@ _HIDDEN_BLOCK: Final = re.compile(
 )
 _TAG: Final = re.compile(r"<[^<>]{0,200}>")
 _CODE_BLOCK: Final = re.compile(r"```.*?(?:```|$)", re.DOTALL)
-_MARKUP: Final = re.compile(r"[*`#>|~\[\]{}]+|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
-_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|[\n\r]+|(?<=[。！？；;])")
+# Markup characters, never inside a word: "C#" and "New_York" keep theirs.
+_MARKUP: Final = re.compile(r"[*`>|~\[\]{}]+|(?<!\w)#+|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
+# A sentence ends at . ! ? (not after "e.g.", "i.e.", "etc.", "vs.") or a line break.
+_SENTENCE_END: Final = re.compile(
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<=[.!?])\s+|[\n\r]+|(?<=[。！？；;])",
+    re.IGNORECASE,
+)
 _SECTION: Final = re.compile(
     r"(?:^|\n|\s)(?:args|arguments|parameters|params|returns?|raises|examples?|usage|"
-    r"inputs?|outputs?|response)\s*:.*",
+    r"inputs?|outputs?|(?:error\s+)?responses?|errors?)\s*:.*",
     re.IGNORECASE | re.DOTALL,
 )
 _CLAUSE: Final = re.compile(r"[,，、;；:：]")
-_ODD_TOKEN: Final = re.compile(r"\b(?=\w*\d)(?=\w*[A-Za-z])\w{8,}\b|\b[0-9a-fA-F]{12,}\b")
+# Opaque identifiers (hashes, keys, canaries): whole tokens only, never a piece of one.
+_ODD_TOKEN: Final = re.compile(
+    r"(?<![\w/.\-:+])(?:(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{8,}|[0-9a-fA-F]{12,})"
+    r"(?![\w/\-:+]|\.\w)"
+)
 
 # Instructions aimed at the model rather than descriptions of the tool. A
 # sentence matching any of these is dropped whole: its remainder is not
@@ -57,6 +67,8 @@ _INSTRUCTION_PATTERNS: Final = tuple(
         r"\bbefore\s+(using|calling|invoking)\s+(any|this|other)\b",
         r"\b(system\s+prompt|system\s+message|assistant|the\s+ai|the\s+model|llm)\b",
         r"\b(tell|inform|notify|remind)\s+the\s+user\b",
+        r"\blet\s+the\s+user\s+know\b",
+        r"\b(now\s+you\s+can|you\s+can\s+now|you\s+now\s+have)\b",
         r"\b(secret|password|api[\s_-]?key|token|credential|ssh|private\s+key|\.env)\b.{0,40}"
         r"\b(send|pass|include|read|upload|post|exfiltrate|share|copy)\b",
         r"\b(send|pass|include|read|upload|post|exfiltrate|share|copy)\b.{0,40}"
@@ -64,6 +76,17 @@ _INSTRUCTION_PATTERNS: Final = tuple(
         r"\b(important|warning|attention|note)\s*[:!]",
         r"\bprovide\s+.{0,30}\bto\s+the\s+user\b",
         r"\bsidenote\b",
+        # Claims over other tools or every task: steering, not description.
+        r"\b(for|with|in)\s+(every|any|all|each)\s+(tasks?|requests?|questions?|queries|"
+        r"purposes?|situations?|jobs?|needs?|prompts?)\b",
+        r"\b(every|any|all)\s+(tasks?|requests?|questions?)\b.{0,30}\b(use|call|pick)\b",
+        r"\b(use|call|pick|choose|prefer|try)\s+(this|me|it)\b.{0,20}\b(first|always|"
+        r"instead|everything|anything)\b",
+        r"\b(better|faster|more\s+accurate)\s+than\b",
+        r"\b(replaces?|supersedes?|deprecates?)\s+(the\s+)?(other|all|any|\w+[_/]\w+)",
+        r"\binstead\s+of\s+(the\s+)?(\w+[_/]\w+|other|any|all)\b",
+        r"\bno\s+(other|need\s+for\s+other)\s+tools?\b",
+        r"\b(the\s+)?only\s+tool\s+you\b",
     )
 )
 
@@ -82,15 +105,15 @@ _BOILERPLATE: Final = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
         r"\bmodel\s+context\s+protocol\b(\s*\(mcp\))?",
-        r"\b(an?|the|this)\s+mcp\s+(server|tool)s?\b",
-        r"\bmcp\s+(server|tool|service)s?\b",
+        r"\b(an?|the|this)\s+mcp\s+(server|tool)s?\b(?!['’])",
+        r"\bmcp\s+(server|tool|service)s?\b(?!['’])",
         r"\b(for|to)\s+(llms?|ai\s+agents?|ai\s+assistants?|agents?|claude|chatgpt)\b",
         r"\b(enables?|allows?|allowing|enabling|lets|letting|helps)\s+(llms?|ai\s+assistants?|ai\s+agents?|ai|agents?|users?|you|claude)\s+(to\s+)?",
         r"^\s*(this|the|a|an)\s+(tool|function|server|endpoint|method|api)\s+"
         r"(that\s+|which\s+|will\s+|can\s+|is\s+used\s+to\s+|is\s+able\s+to\s+|to\s+)?",
         r"^\s*(tool|function)\s+(to|that|for)\s+",
         r"^\s*(it|this)\s+(can|will|is\s+used\s+to)\s+",
-        r"\bmcp\b",
+        r"(?<![\w/.-])mcp(?![\w'’/.-])",
     )
 )
 
@@ -99,7 +122,6 @@ FUNCTION_WORDS: Final = frozenset(
     being it its this that these those which who whom whose than then there here so such
     also just both either each""".split()  # noqa: SIM905 - a word list reads better as text
 )
-_ARTICLES: Final = re.compile(r"\b(?:a|an|the)\s+", re.IGNORECASE)
 
 _ABBREVIATIONS: Final = {
     "repo": "repository",
@@ -138,86 +160,19 @@ _ABBREVIATIONS: Final = {
 
 
 def tokens(text: str) -> list[str]:
-    """Words for the verbatim-copy check: Latin words lower-cased, CJK one per character."""
+    """Lower-cased words: Latin runs whole, CJK one character each."""
     return [m.group(0).lower() for m in _TOKEN.finditer(text)]
 
 
-def ngrams(words: Sequence[str], n: int = COPY_RUN_WORDS) -> set[tuple[str, ...]]:
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
-
-
-def publisher_ngrams(texts: Iterable[str], n: int = COPY_RUN_WORDS) -> set[tuple[str, ...]]:
-    grams: set[tuple[str, ...]] = set()
-    for text in texts:
-        grams |= ngrams(tokens(text), n)
-    return grams
-
-
-def longest_shared_run(text: str, publisher: Iterable[str]) -> int:
-    """Length (in words) of the longest word run ``text`` shares with any publisher text."""
-    mine = tokens(text)
-    best = 0
-    for other in publisher:
-        theirs = tokens(other)
-        best = max(best, _longest_common_run(mine, theirs))
-    return best
-
-
-def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
-    best = 0
-    previous = [0] * (len(b) + 1)
-    for x in a:
-        current = [0] * (len(b) + 1)
-        for j, y in enumerate(b, start=1):
-            if x == y:
-                current[j] = previous[j - 1] + 1
-                best = max(best, current[j])
-        previous = current
-    return best
-
-
-def break_copied_runs(text: str, grams: set[tuple[str, ...]], n: int = COPY_RUN_WORDS) -> str:
-    """Drop just enough words that no ``n``-word run of ``text`` is in ``grams``.
-
-    In each offending run a function word nearest the middle goes first (else
-    the middle word): one cut in the middle breaks the most overlapping runs,
-    and dropping a function word keeps the meaning.
-    """
-    if not grams:
-        return text
-    spans = [(m.start(), m.end(), m.group(0).lower()) for m in _TOKEN.finditer(text)]
-    kept = list(range(len(spans)))
-    dropped: set[int] = set()
-    while (window := _first_copied_window(kept, spans, grams, n)) is not None:
-        middle = window[len(window) // 2]
-        victim = min(window, key=lambda i: (spans[i][2] not in FUNCTION_WORDS, abs(i - middle)))
-        dropped.add(victim)
-        kept.remove(victim)
-    if not dropped:
-        return text
-    out, last = [], 0
-    for index in sorted(dropped):
-        start, end, _ = spans[index]
-        out.append(text[last:start])
-        last = end
-    out.append(text[last:])
-    return _squash("".join(out))
-
-
-def _first_copied_window(
-    kept: list[int], spans: list[tuple[int, int, str]], grams: set[tuple[str, ...]], n: int
-) -> list[int] | None:
-    for start in range(len(kept) - n + 1):
-        window = kept[start : start + n]
-        if tuple(spans[i][2] for i in window) in grams:
-            return window
-    return None
-
-
 def clean(text: str) -> str:
-    """Unicode-normalise and strip invisible, control, markup and link content."""
+    """Unicode-normalise and strip invisible, control, markup and link content.
+
+    Look-alike letters inside Latin words are folded first (:func:`fold_confusables`),
+    so an instruction spelled with a Cyrillic "і" is still recognised as one.
+    """
     text = unicodedata.normalize("NFKC", text)
     text = "".join(_visible(ch) for ch in text)
+    text = fold_confusables(text)
     text = _join_wrapped_lines(text)
     text = _CODE_BLOCK.sub(" ", text)
     text = _HIDDEN_BLOCK.sub(" ", text)
@@ -257,7 +212,7 @@ def _visible(ch: str) -> str:
 
 def _squash(text: str) -> str:
     text = re.sub(r"[ \t]+", " ", text)
-    text = re.sub(r"\s+([,.;:!?)])", r"\1", text)
+    text = re.sub(r"\s+([,.;:!?)])(?=\s|$)", r"\1", text)
     text = re.sub(r"([(])\s+", r"\1", text)
     text = re.sub(r"\(\s*[,;:]?\s*\)", "", text)
     text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
@@ -268,37 +223,21 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 
+def prose_sentences(text: str) -> list[str]:
+    """The sentences of cleaned ``text``, without docstring sections (``Args:``, ``Returns:`` …)."""
+    return sentences(_SECTION.sub("", clean(text)))
+
+
 def is_instruction(sentence: str) -> bool:
     """True when a sentence addresses the model instead of describing the tool."""
     return any(p.search(sentence) for p in _INSTRUCTION_PATTERNS)
 
 
-def describe_fragment(text: str, *, max_words: int) -> str:
-    """A sanitised digest of publisher text: descriptive sentences only, capped."""
-    kept: list[str] = []
-    budget = max_words
-    for sentence in sentences(_SECTION.sub("", clean(text))):
-        if is_instruction(sentence):
-            continue
-        plain = _plain(sentence)
-        if _has_cjk(plain):
-            plain = _cjk_clauses(plain, COPY_RUN_WORDS - 1)
-        words = plain.split()
-        if len(words) < 2 and not _has_cjk(plain):
-            continue
-        if budget <= 0:
-            break
-        kept.append(" ".join(words[:budget]))
-        budget -= len(words)
-    return _squash("; ".join(kept))
-
-
-def _plain(sentence: str) -> str:
+def plain_sentence(sentence: str) -> str:
     """Remove boilerplate, superlatives and identifier-like noise from one sentence."""
     for pattern in _BOILERPLATE:
         sentence = pattern.sub(" ", sentence)
     sentence = _ODD_TOKEN.sub(" ", sentence)
-    sentence = _ARTICLES.sub("", sentence)
     words = [w for w in sentence.split() if w.lower().strip(",.;:!?()\"'") not in _SUPERLATIVES]
     text = _squash(" ".join(words)).rstrip(".。!！?？")
     if text and text[0].islower():
@@ -306,28 +245,43 @@ def _plain(sentence: str) -> str:
     return text
 
 
-def _cjk_clauses(text: str, limit: int) -> str:
-    """Whole clauses of CJK text, at most ``limit`` characters-as-words in all.
+# Latin look-alikes from Cyrillic and Greek. A word that mixes them with Latin
+# letters is spelled to evade a filter or to impersonate: it is read as Latin.
+_CONFUSABLES: Final = str.maketrans(
+    "аеорсухіјѕԁӏһԛԝАВЕКМНОРСТХУІЈЅαονιυκΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdlhqwABEKMHOPCTXYIJSaoviukABEZHIKMNOPTYX",
+)
+_CONFUSABLE_CHARS: Final = frozenset("аеорсухіјѕԁӏһԛԝАВЕКМНОРСТХУІЈЅαονιυκΑΒΕΖΗΙΚΜΝΟΡΤΥΧ")
+_WORD: Final = re.compile(r"\w+")
 
-    Each CJK character counts as a word for the copy check, so long CJK text is
-    cut at clause boundaries instead of losing characters mid-word.
-    """
-    kept: list[str] = []
-    used = 0
-    for clause in _CLAUSE.split(text):
-        size = len(tokens(clause))
-        if not size:
-            continue
-        if used + size > limit:
-            if not kept:
-                kept.append("".join(tokens(clause)[:limit]))
+
+def is_mixed_script(word: str) -> bool:
+    """True for a word that mixes ASCII letters with Cyrillic/Greek look-alikes."""
+    return any(c in _CONFUSABLE_CHARS for c in word) and any("a" <= c.lower() <= "z" for c in word)
+
+
+def fold_confusables(text: str) -> str:
+    """Spell mixed-script words in Latin letters; words wholly in one script are left alone."""
+    return _WORD.sub(
+        lambda m: m.group(0).translate(_CONFUSABLES) if is_mixed_script(m.group(0)) else m.group(0),
+        text,
+    )
+
+
+def stem(word: str) -> str:
+    """A light English stem for matching words (plural, -ing, -ed, final e); never displayed."""
+    word = word.lower()
+    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + replacement
             break
-        kept.append(clause.strip())
-        used += size
-    return ", ".join(kept)
+    else:
+        if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+            word = word[:-1]
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
-def _has_cjk(text: str) -> bool:
+def has_cjk(text: str) -> bool:
     return re.search(f"[{_CJK}]", text) is not None
 
 
