@@ -75,7 +75,7 @@ def test_a_keyword_list_collapses_to_its_head_clause() -> None:
         ("browser-take-screenshot", "Take a screenshot in browser."),
         ("trial_references_getter", "Get the trial references."),
         ("create_or_update_file", "Create or update a file."),
-        ("git_status", "Get the git status."),
+        ("git_status", "Git status."),
     ],
 )
 def test_the_purpose_sentence_reads_the_name_as_verb_and_object(name: str, purpose: str) -> None:

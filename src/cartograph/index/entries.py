@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from cartograph.cards.generators.template import is_opaque
-from cartograph.cards.model import Card
+from cartograph.cards.model import Card, ToolCard
 from cartograph.index.text import split_identifier
 
 ToolKey = tuple[str, str]
@@ -94,19 +94,39 @@ def plain_arguments(arguments: str) -> str:
     return "" if arguments == NO_ARGUMENTS else _OPTIONAL.sub("", arguments)
 
 
-def name_text(name: str) -> str:
-    """The tool name as words for ranking; nothing for a name that mixes writing systems.
+def _entry(server: str, tool: ToolCard, server_text: str, title: str) -> IndexEntry:
+    """One tool's entry; a tool whose name mixes writing systems is indexed by its server only.
 
-    ``get_currеnt_time`` with a Cyrillic "е" is dressed as another tool; its
-    card says so and describes it by its inputs only, and its name must not
-    rank it as the tool it imitates either.
+    ``get_currеnt_time`` with a Cyrillic "е" is dressed as another tool: its card
+    says so, and none of its own text (name, description, arguments, examples)
+    may rank it as the tool it imitates. It stays listed, attested and callable.
     """
-    return "" if is_opaque(name) else split_identifier(name)
+    opaque = is_opaque(tool.name)
+    return IndexEntry(
+        server=server,
+        tool=tool.name,
+        name="" if opaque else split_identifier(tool.name),
+        description="" if opaque else tool.description,
+        arguments="" if opaque else tool.arguments,
+        server_text=server_text,
+        server_title=title,
+        examples="" if opaque else examples_text(tool.examples, tool.synonyms),
+    )
 
 
 def examples_text(examples: Iterable[str], synonyms: Iterable[str] = ()) -> str:
-    """One string for the examples field: each task and synonym as its own sentence."""
-    return ". ".join(p.strip().rstrip(".") for p in (*examples, *synonyms) if p.strip())
+    """The examples field: every word of the tasks and synonyms, each once, in order.
+
+    Example tasks restate the tool's object in every task ("read the graph",
+    "show me the graph", …); indexed as written, that repetition would weigh
+    the name's words several times over. Each word once keeps what the
+    examples add — the other words people use for the action — without it.
+    """
+    seen: dict[str, None] = {}
+    for phrase in (*examples, *synonyms):
+        for word in phrase.lower().replace(".", " ").split():
+            seen.setdefault(word, None)
+    return " ".join(seen)
 
 
 def entries_from_cards(
@@ -133,16 +153,6 @@ def entries_from_cards(
         for tool in sorted(body.tools, key=lambda t: t.name):
             if (server, tool.name) in skip:
                 continue
-            entries.append(
-                IndexEntry(
-                    server=server,
-                    tool=tool.name,
-                    name=name_text(tool.name),
-                    description=tool.description,
-                    arguments=tool.arguments,
-                    server_text=server_text,
-                    server_title=body.capability.summary.split(". ", 1)[0].rstrip("."),
-                    examples=examples_text(tool.examples, tool.synonyms),
-                )
-            )
+            title = body.capability.summary.split(". ", 1)[0].rstrip(".")
+            entries.append(_entry(server, tool, server_text, title))
     return entries

@@ -81,7 +81,7 @@ VERB_CLASSES: Final = (
             "create add make new generate build insert register init initialize compose draft "
             "define produce spawn provision"
         ),
-        ("make", "add", "set up", "generate"),
+        ("make", "add", "store", "record", "set up"),
         ("{verb} {obj}", "make {new}", "add {obj}"),
         article="a",
         preposition="with",
@@ -207,8 +207,10 @@ NOUN_CLASS: Final = VerbClass(
     "noun",
     frozenset(),
     ("get", "show", "look up"),
-    ("get {obj}", "show me {obj}", "{ask} {obj}"),
+    ("{bare}", "show me {obj}", "{ask} {obj}"),
 )
+"""A name without a verb ("git_status") says what the tool is about, not what it does:
+its purpose is the noun phrase itself, and no verb is invented for it."""
 _CLASS_OF: Final = {verb: c for c in VERB_CLASSES for verb in c.verbs}
 
 # Agent nouns in names ("trial_references_getter") name the same action.
@@ -377,25 +379,26 @@ def phrase_for(
     action = read_action(name, required, server_title)
     base = [_render(t, action) for t in action.kind.templates]
     with_args = _argument_examples(action, required or optional[:1])
-    extras = [_render("{verb} {bare}", action)]
+    core = _render(_core(action), action)
+    extras = [_render("{verb} {bare}", action)] if action.verb else []
     title = server_title.lower()
     if title and not set(title.split()) & set(action.obj) and title != action.verb:
-        extras.append(f"use {title} to {_render('{verb} {obj}', action)}")
+        extras.append(f"use {title} to {core}" if action.verb else f"{core} in {title}")
     examples = _distinct([*base[:1], *with_args, *base[1:], *extras])
     if len(examples) < MIN_EXAMPLES:  # a bare verb: say it with its synonyms
         padding = [f"{s} {_render('{obj}', action)}".strip() for s in action.kind.synonyms]
         examples = _distinct(
             [*examples, *padding, *(f"{s} {name}" for s in ("use", "run", "call"))]
         )
-    purpose = _render("{verb} {obj}", action)
+    purpose = core
     if action.context and action.context != action.obj:
         purpose += " in " + " ".join(action.context)
     first = with_args[0] if with_args else purpose
     return Phrasing(
         purpose=_sentence(purpose),
         examples=tuple(examples[:MAX_EXAMPLES]),
-        synonyms=tuple(s for s in action.kind.synonyms if s != action.verb)[:4],
-        when_to_use=f"Use to {_display(first)}.",
+        synonyms=tuple(s for s in action.kind.synonyms if s != action.verb)[:5],
+        when_to_use=f"Use {'to' if action.verb else 'for'} {_display(first)}.",
     )
 
 
@@ -405,7 +408,7 @@ def _argument_examples(action: Action, args: Sequence[str]) -> list[str]:
     words = [
         w for w in words if w and not set(w) <= set(action.obj) and w[-1] not in _GENERIC_ARGUMENTS
     ]
-    core = _render("{verb} {obj}", action)
+    core = _render(_core(action), action)
     pair = _from_to(words)
     if pair is not None:
         source, target = pair
@@ -415,6 +418,11 @@ def _argument_examples(action: Action, args: Sequence[str]) -> list[str]:
         preposition = _HEAD_PREPOSITIONS.get(arg[-1], action.kind.preposition)
         out.append(f"{core} {preposition} {_article(arg, 'a')}")
     return out
+
+
+def _core(action: Action) -> str:
+    """The action in two or three words: "get the current time", or "git status" for a noun."""
+    return "{verb} {obj}" if action.verb else "{bare}"
 
 
 def _from_to(args: Sequence[Sequence[str]]) -> tuple[list[str], list[str]] | None:

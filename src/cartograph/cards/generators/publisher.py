@@ -65,9 +65,12 @@ _IDENTIFIER: Final = re.compile(
     r"(?<!\w)(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)(?!\w)"
 )
 _KEYWORD_PREFIX: Final = re.compile(
-    r"^\s*(keywords?|tags?|search\s+terms?|topics?|seo|categories|aliases)\b", re.IGNORECASE
+    r"^\s*(keywords?|tags?|search\s+terms?|topics?|seo|categories|aliases)\s*:", re.IGNORECASE
 )
 _LIST_SPLIT: Final = re.compile(r"[,;|·•、，；]|\s+(?:and|or)\s+")
+_LIST_LEAD: Final = re.compile(
+    r"\s*(?:such\s+as|like|including|e\.g\.?|i\.e\.?|for\s+example)\s*$", re.IGNORECASE
+)
 _CLAUSE_END: Final = re.compile(r"[,;:，；：]\s|\s[-–—]\s")
 _QUESTION: Final = re.compile(r"[?？]\s*$")
 
@@ -214,9 +217,9 @@ def _short_item(item: str) -> bool:
 def _head_clause(sentence: str) -> str:
     """A keyword list collapsed to the clause before it ("Get BBC news, …" → "Get BBC news")."""
     head = _LIST_SPLIT.split(sentence, maxsplit=1)[0].strip()
-    for lead in (" such as", " like", " including", " e.g", " for example"):
-        if head.lower().endswith(lead):
-            head = head[: -len(lead)].rstrip()
+    if head.count("(") > head.count(")"):
+        head = head[: head.rindex("(")].rstrip()
+    head = _LIST_LEAD.sub("", head).rstrip(" :")
     return "" if _keyword_list(head) else head
 
 
