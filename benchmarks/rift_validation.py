@@ -10,6 +10,10 @@ a cluster member while another, non-gold member ranks above it.
         --set livemcpbench=../shared/bench/livemcpbench \\
         --set metatool=../shared/train/metatool:15 [--json] [--unconfirmed FILE]
 
+``--hostile DIR`` adds a set built from a hostile-publisher corpus (one JSON
+per attack: a ``server`` placed beside ``benchmarks/data/demo/catalog.json``
+and the tasks of the tools it ``imitates``, gold = the imitated tool).
+
 A set folder holds ``catalog.json`` and ``queries.jsonl`` (or ``single_step.jsonl``,
 as ``benchmarks/data/demo`` does); ``:N`` after it
 samples at most N queries per gold tool (MetaTool has ~100 per tool).
@@ -101,17 +105,31 @@ def _unconfirmed(
     return out
 
 
-def _judged_real(
-    report: RiftReport, queries: list[LabelledQuery], judged: set[frozenset[str]]
-) -> int:
-    """HIGH clusters with an observed confusion, or judged real in ``judged``."""
+def _confirmed(report: RiftReport, queries: list[LabelledQuery]) -> set[frozenset[str]]:
+    """Member sets of HIGH clusters with an observed confusion in this set."""
     confused = {f.cluster for f in confusions_in(report.clusters, queries)}
-    return sum(c.id in confused or c.keys in judged for c in report.by_risk("HIGH"))
+    return {c.keys for c in report.by_risk("HIGH") if c.id in confused}
 
 
-def run_set(
-    name: str, folder: Path, per_tool: int, cache_dir: Path, judged: set[frozenset[str]]
-) -> dict[str, Any]:
+def hostile_set(corpus: Path, base: Path, out: Path) -> Path:
+    """Write the hostile corpus as a set folder (catalog + queries) under ``out``."""
+    catalog = json.loads(base.read_text(encoding="utf-8"))
+    lines: list[str] = []
+    for attack in sorted(corpus.glob("*.json")):
+        body = json.loads(attack.read_text(encoding="utf-8"))
+        catalog["servers"].append(body["server"])
+        for target in body["imitates"]:
+            gold = [{"server": target["server"], "tool": target["tool"]}]
+            for k, task in enumerate(target["tasks"]):
+                qid = f"{attack.stem}-{target['tool']}-{k}"
+                lines.append(json.dumps({"id": qid, "query": task, "gold": gold}))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "catalog.json").write_text(json.dumps(catalog), encoding="utf-8")
+    (out / "queries.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+def run_set(name: str, folder: Path, per_tool: int, cache_dir: Path) -> dict[str, Any]:
     catalog = load_catalog(folder / "catalog.json")
     cards = attest_in_memory(catalog)
     model = get_embedder("minilm")
@@ -123,18 +141,77 @@ def run_set(
     embed = make_embed_fn(model, cache=cache)
     rows: list[dict[str, Any]] = []
     unconfirmed: list[dict[str, Any]] = []
+    high: list[frozenset[str]] = []
+    confirmed: set[frozenset[str]] = set()
     for mode, settings in (("default", RiftSettings()), ("--paper", RiftSettings.paper())):
         report = analyse(
             tools_from_cards(cards, probe=settings.probe), embed, settings, model_id=""
         )
         row = _row(name, mode, report, validate(report, queries))
-        if mode == "default" and judged:
-            real = _judged_real(report, queries, judged)
-            row["precision (observed or judged real)"] = real / row["HIGH"] if row["HIGH"] else None
         rows.append(row)
         if mode == "default":
             unconfirmed = _unconfirmed(name, report, queries)
-    return {"rows": rows, "queries": len(queries), "unconfirmed": unconfirmed}
+            high = [c.keys for c in report.by_risk("HIGH")]
+            confirmed = _confirmed(report, queries)
+    grid = {}
+    for h in HIGH_GRID:
+        settings = RiftSettings(high=h, medium=max(h, RiftSettings().medium))
+        report = analyse(tools_from_cards(cards), embed, settings, model_id="")
+        grid[h] = validate(report, queries)
+    return {
+        "name": name,
+        "rows": rows,
+        "queries": len(queries),
+        "unconfirmed": unconfirmed,
+        "high": high,
+        "confirmed": confirmed,
+        "grid": grid,
+    }
+
+
+HIGH_GRID = (-0.05, -0.02, 0.0, 0.01, 0.02, 0.05, 0.10)
+MIN_RECALL = 0.8
+
+
+def _pooled(vs: list[Validation]) -> tuple[float, float]:
+    covered = sum(v.high_covered for v in vs)
+    confusions = sum(v.confusions for v in vs)
+    precision = sum(v.high_confused for v in vs) / covered if covered else 0.0
+    recall = sum(v.flagged for v in vs) / confusions if confusions else 1.0
+    return precision, recall
+
+
+def cross_validate(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leave one set out: pick ``high`` on the others (best covered-HIGH precision with
+    H+M recall ≥ 0.8, ties to the larger threshold), report it on the held-out set."""
+    rows: list[dict[str, Any]] = []
+    for held in results:
+        others = [r for r in results if r is not held]
+        scored = [(h, *_pooled([r["grid"][h] for r in others])) for h in HIGH_GRID]
+        allowed = [x for x in scored if x[2] >= MIN_RECALL] or scored
+        best = max(allowed, key=lambda x: (round(x[1], 6), x[0]))[0]
+        v = held["grid"][best]
+        rows.append(
+            {
+                "held out": held["name"],
+                "high chosen on the others": best,
+                "HIGH": v.high,
+                "precision (covered HIGH)": v.precision_covered,
+                "recall H+M": v.recall,
+            }
+        )
+    return rows
+
+
+def _add_precision(results: list[dict[str, Any]], judged: set[frozenset[str]]) -> None:
+    """HIGH precision counting a cluster real when any set observed its confusion or a
+    person judged its probe confusion real (benchmarks/data/rift/judgements.json)."""
+    observed = set().union(*(r["confirmed"] for r in results))
+    for r in results:
+        real = sum(keys in observed or keys in judged for keys in r["high"])
+        row = r["rows"][0]
+        row["HIGH real (observed anywhere or judged)"] = real
+        row["precision (observed or judged real)"] = real / len(r["high"]) if r["high"] else None
 
 
 def _fmt(value: Any) -> str:
@@ -145,9 +222,12 @@ def _fmt(value: Any) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", action="append", required=True, help="NAME=FOLDER[:N]")
+    parser.add_argument("--set", action="append", default=[], help="NAME=FOLDER[:N]")
+    parser.add_argument("--hostile", type=Path, help="a hostile-publisher corpus folder")
+    parser.add_argument("--base", type=Path, default=Path("benchmarks/data/demo/catalog.json"))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--unconfirmed", type=Path)
+    parser.add_argument("--cv", action="store_true", help="leave-one-set-out choice of HIGH")
     parser.add_argument("--judgements", type=Path, help="benchmarks/data/rift/judgements.json")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "rift-val")
     args = parser.parse_args(argv)
@@ -155,24 +235,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.judgements is not None:
         items = json.loads(args.judgements.read_text(encoding="utf-8"))
         judged = {frozenset(i["members"]) for i in items if i["real"]}
+    sets = list(args.set)
+    if args.hostile is not None:
+        folder = hostile_set(args.hostile, args.base, args.cache / "hostile-set")
+        sets.append(f"hostile={folder}")
     results = []
-    for spec in args.set:
+    for spec in sets:
         name, _, rest = spec.partition("=")
         folder, _, per_tool = rest.partition(":")
-        results.append(run_set(name, Path(folder), int(per_tool or 0), args.cache, judged))
+        results.append(run_set(name, Path(folder), int(per_tool or 0), args.cache))
         print(f"{name}: {results[-1]['queries']} queries", file=sys.stderr)
+    _add_precision(results, judged)
     rows = [r for res in results for r in res["rows"]]
     if args.unconfirmed is not None:
         items = [u for res in results for u in res["unconfirmed"]]
         args.unconfirmed.write_text(json.dumps(items, indent=1, ensure_ascii=False) + "\n")
+    tables = [rows] + ([cross_validate(results)] if args.cv else [])
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps(tables, indent=1))
         return 0
-    columns = list(dict.fromkeys(c for r in rows for c in r))
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "---|" * len(columns))
-    for r in rows:
-        print("| " + " | ".join(_fmt(r.get(c)) for c in columns) + " |")
+    for table in tables:
+        columns = list(dict.fromkeys(c for r in table for c in r))
+        print("| " + " | ".join(columns) + " |")
+        print("|" + "---|" * len(columns))
+        for r in table:
+            print("| " + " | ".join(_fmt(r.get(c)) for c in columns) + " |")
+        print()
     return 0
 
 
