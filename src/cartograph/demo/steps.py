@@ -38,13 +38,12 @@ class AgentTask:
     """A task an agent might have, the tools that are right first, and the call it makes.
 
     ``first`` is what a right answer starts with (several when the federation
-    has equivalent tools); ``checked_first`` makes it a check of the demo.
+    has equivalent tools); the demo records a check that one of them is first.
     """
 
     task: str
     call: tuple[str, str, dict[str, Any]] | None = None
     first: frozenset[tuple[str, str]] = frozenset()
-    checked_first: bool = True
 
 
 _MEMORY_WRITES: Final = frozenset(
@@ -57,9 +56,6 @@ AGENT_TASKS: Final = (
         "what time is it in Tokyo",
         ("time", "get_current_time", {"timezone": "Asia/Tokyo"}),
         first=frozenset({("time", "get_current_time")}),
-        # Not yet: convert_time ranks first (docs/retrieval.md); the snapshot
-        # test (tests/index/test_demo_checks.py) is a strict xfail until it is.
-        checked_first=False,
     ),
     AgentTask(
         "read a file from the project folder",
@@ -211,7 +207,7 @@ async def _discover_and_call(ctx: DemoContext, client: Any, item: AgentTask) -> 
     ctx.results["agent"].setdefault("discover", []).append(found.to_dict())
     if ctx.show:
         render.discovery(found)
-    if item.checked_first:
+    if item.first:
         top = (found.tools[0].server, found.tools[0].tool) if found.tools else None
         ctx.check(f"right tool first for {item.task!r}", top in item.first, f"first: {top}")
     if item.call is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cartograph.catalog.model import Catalog
-from cartograph.index.entries import IndexEntry
+from cartograph.index.entries import IndexEntry, without_example_values
 from cartograph.index.text import split_identifier
 
 
@@ -26,7 +26,7 @@ def raw_entries(catalog: Catalog) -> list[IndexEntry]:
                     tool=tool.name,
                     name=split_identifier(tool.name),
                     description=tool.description,
-                    arguments=schema_text(tool.input_schema),
+                    arguments=without_example_values(schema_text(tool.input_schema)),
                     server_text=server_text,
                     server_title=split_identifier(server.name),
                 )

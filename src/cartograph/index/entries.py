@@ -74,6 +74,29 @@ class IndexEntry:
         return f"{self.server_title}: {self.name}" if self.server_title else self.name
 
 
+# Example values in argument descriptions: "(e.g., 'Asia/Tokyo')", "'json' or 'csv'".
+_EXAMPLE_VALUES = re.compile(
+    r"\((?:e\.g\.|eg\.|for example|for instance|such as|like|ex\.)[^)]*\)?"
+    r"|(?<!\w)'[^'\s][^']*'(?!\w)|\"[^\"\s][^\"]*\"|`[^`]*`",
+    re.IGNORECASE,
+)
+
+
+def without_example_values(arguments: str) -> str:
+    """Argument text without the example values a publisher quotes in it.
+
+    A value says what a tool *takes*, not what it is *for*: a task that
+    names Tokyo should not pull ``convert_time`` ahead of ``get_current_time``
+    because ``convert_time``'s argument description happens to use
+    ``'Asia/Tokyo'`` as its example. Task literals are treated the same way
+    on the query side (``index/query.py``). Measured on LiveMCPBench and the
+    demo single-step set: no change beyond one query either way
+    (``docs/retrieval.md``); the demo's "what time is it in Tokyo" now ranks
+    ``get_current_time`` first.
+    """
+    return re.sub(r"\s{2,}", " ", _EXAMPLE_VALUES.sub(" ", arguments)).strip()
+
+
 # Sentences the template generator writes into every card: structure, not meaning.
 _STRUCTURE = re.compile(r"\s*(?:Needs [^.]*|Takes no inputs|Tool name: [^.]*)\.(?=\s|$)")
 _OPTIONAL = re.compile(r"\s*\(optional\)|optional;\s*")
@@ -107,7 +130,7 @@ def _entry(server: str, tool: ToolCard, server_text: str, title: str) -> IndexEn
         tool=tool.name,
         name="" if opaque else split_identifier(tool.name),
         description="" if opaque else tool.description,
-        arguments="" if opaque else tool.arguments,
+        arguments="" if opaque else without_example_values(tool.arguments),
         server_text=server_text,
         server_title=title,
         examples="" if opaque else examples_text(tool.examples, tool.synonyms),
