@@ -95,3 +95,58 @@ def test_a_malformed_baseline_is_a_coded_error(tmp_path: Path) -> None:
     result = _rift(tmp_path, CONFUSABLE, "--baseline", str(baseline), "--fail-on", "high")
     assert result.exit_code != 0
     assert getattr(result.exception, "code", None) == "rift_bad_baseline"
+
+
+SAME_NAME = {
+    "servers": [
+        {
+            "name": "weather",
+            "description": "Weather data",
+            "tools": [_tool("get_weather", "Get the weather for a city.")],
+        },
+        {
+            "name": "forecast",
+            "description": "Forecasts",
+            "tools": [
+                _tool("get_weather", "Get the weather for a city."),
+                _tool("list_alerts", "Storm and flood warnings issued by the national service."),
+            ],
+        },
+        {
+            "name": "git",
+            "description": "Version control",
+            "tools": [_tool("commit", "Record staged changes to the repository history.")],
+        },
+    ]
+}
+
+
+def test_the_suggested_deny_rule_clears_the_cluster_on_the_next_run(tmp_path: Path) -> None:
+    first = _rift(tmp_path, SAME_NAME, "--json")
+    (cluster,) = json.loads(first.stdout)["clusters"]
+    (deny,) = [s for s in cluster["suggestions"] if s["kind"] == "deny"]
+    config = tmp_path / "cartograph.toml"
+    config.write_text(f'state_dir = "state"\n{deny["fix"]}\n')
+
+    again = _rift(tmp_path, SAME_NAME, "--config", str(config), "--fail-on", "high", "--json")
+
+    assert again.exit_code == 0, again.output
+    body = json.loads(again.stdout)
+    assert body["clusters"] == []
+    assert "1 tool(s) left out" in body["cards"]
+
+
+def test_disabling_a_duplicate_server_as_suggested_removes_its_tools(tmp_path: Path) -> None:
+    twice = copy.deepcopy(SAME_NAME)
+    twice["servers"][1]["tools"] = copy.deepcopy(twice["servers"][0]["tools"])  # now twins
+    servers = "".join(f'[servers."{n}"]\ncommand = "true"\n' for n in ("weather", "forecast", "git"))
+    config = tmp_path / "cartograph.toml"
+    config.write_text(f'state_dir = "state"\n{servers}')
+    found = json.loads(_rift(tmp_path, twice, "--config", str(config), "--json").stdout)
+    (dup,) = found["duplicates"]
+    assert dup["fix"] == '[servers."weather"]\nenabled = false'
+
+    config.write_text(config.read_text().replace('[servers."weather"]\n', dup["fix"] + "\n"))
+    after = json.loads(_rift(tmp_path, twice, "--config", str(config), "--json").stdout)
+
+    assert after["duplicates"] == [] and after["clusters"] == []

@@ -147,6 +147,7 @@ def rift(
             text="index" if (text.value if text else cfg.rift.text) == "index" else "description",
             state_dir=state_dir,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
+            exclude=source.exclude,
         )
     _emit(report, source.origin, json_out=json_out, markdown=markdown)
     if html is not None:

@@ -29,6 +29,38 @@ class CardSource:
 
     cards: Mapping[str, Card]
     origin: str
+    exclude: frozenset[str] = frozenset()
+    """``server/tool`` keys the proxy would not serve (disabled server, ``deny`` rule)."""
+
+
+def unserved(config: Config, cards: Mapping[str, Card]) -> frozenset[str]:
+    """Tools no catalog serves: their server is disabled or absent, or every policy denies them.
+
+    Rift rates what agents can be shown, so the fixes it suggests (disable a
+    duplicate server, add a ``deny`` rule) clear the finding on the next run.
+    """
+    from cartograph.config.model import CatalogConfig
+    from cartograph.index.serving import policy_allows
+
+    declared = config.catalogs or (CatalogConfig(name="default"),)
+    enabled = {s.name for s in config.enabled_servers}
+
+    def members(cat: CatalogConfig) -> set[str] | None:
+        if not config.servers:  # a snapshot-only config: the catalog's own list, or everything
+            return set(cat.servers) or None
+        return {n for n in cat.servers if n in enabled} if cat.servers else enabled
+
+    groups = [(members(cat), cat.policy) for cat in declared]
+    out: set[str] = set()
+    for server, card in cards.items():
+        for tool in card.body.tools:
+            served = any(
+                (names is None or server in names) and policy_allows(policy, server, tool.name)
+                for names, policy in groups
+            )
+            if not served:
+                out.add(f"{server}/{tool.name}")
+    return frozenset(out)
 
 
 def settings_for(config: Config, *, paper: bool = False, **overrides: Any) -> RiftSettings:
@@ -52,12 +84,20 @@ async def load_cards(config: Config, catalog_path: Path | None) -> CardSource:
     if catalog_path is None:
         stored = load_stored_for_config(config, code="rift_no_verified_cards")
         if stored:
-            return CardSource(stored, f"signed cards in {config.state_dir}")
+            return _served(config, stored, f"signed cards in {config.state_dir}")
     from cartograph.upstream.federation import load_catalog_for
 
     catalog = await load_catalog_for(config, catalog_path)
     origin = str(catalog_path or config.catalog or "live federation")
-    return CardSource(attest_in_memory(catalog), f"template cards attested in memory ({origin})")
+    cards = attest_in_memory(catalog)
+    return _served(config, cards, f"template cards attested in memory ({origin})")
+
+
+def _served(config: Config, cards: Mapping[str, Card], origin: str) -> CardSource:
+    exclude = unserved(config, cards)
+    if exclude:
+        origin += f"; {len(exclude)} tool(s) left out: not served (disabled server or deny rule)"
+    return CardSource(cards, origin, exclude)
 
 
 def run_rift(
@@ -68,6 +108,7 @@ def run_rift(
     text: TextSource = "description",
     state_dir: Path | None = None,
     progress: Progress | None = None,
+    exclude: frozenset[str] = frozenset(),
 ) -> RiftReport:
     """Analyse ``cards`` with the named embedder, caching vectors under ``state_dir``."""
     model = get_embedder(embedder)
@@ -78,7 +119,8 @@ def run_rift(
         cache = EmbeddingCache(state_dir)
     embed = make_embed_fn(model, cache=cache, progress=progress)
     tools = tools_from_cards(cards, text=text, probe=settings.probe)
+    tools = [t for t in tools if t.key not in exclude]
     return analyse(tools, embed, settings, model_id=model.model_id)
 
 
-__all__ = ["CardSource", "load_cards", "run_rift", "settings_for"]
+__all__ = ["CardSource", "load_cards", "run_rift", "settings_for", "unserved"]
