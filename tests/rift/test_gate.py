@@ -139,7 +139,8 @@ def test_the_suggested_deny_rule_clears_the_cluster_on_the_next_run(tmp_path: Pa
 def test_disabling_a_duplicate_server_as_suggested_removes_its_tools(tmp_path: Path) -> None:
     twice = copy.deepcopy(SAME_NAME)
     twice["servers"][1]["tools"] = copy.deepcopy(twice["servers"][0]["tools"])  # now twins
-    servers = "".join(f'[servers."{n}"]\ncommand = "true"\n' for n in ("weather", "forecast", "git"))
+    names = ("weather", "forecast", "git")
+    servers = "".join(f'[servers."{n}"]\ncommand = "true"\n' for n in names)
     config = tmp_path / "cartograph.toml"
     config.write_text(f'state_dir = "state"\n{servers}')
     found = json.loads(_rift(tmp_path, twice, "--config", str(config), "--json").stdout)
