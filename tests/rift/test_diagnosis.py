@@ -114,3 +114,16 @@ def test_validation_counts_a_rival_above_the_gold_tool_as_a_confusion(
     result = validate(report, queries)
     assert (result.confusions, result.flagged, result.recall) == (1, 1, 1.0)
     assert result.high == 0 and result.precision is None
+
+
+def test_an_override_that_cannot_clear_regenerate_says_so() -> None:
+    vocab = Vocabulary()
+    members = [
+        MemberText("n", "retrieve_block", vocab.tokens("retrieve block content"), (), ("id",)),
+        MemberText("n", "list_children", vocab.tokens("retrieve block children list"), (), ("id",)),
+        MemberText("n", "update_block", vocab.tokens("update block content"), (), ("id",)),
+    ]
+    advice = suggest(members, 0, vocab, "n/update_block", "Retrieve block content.")
+    assert advice.text.startswith("REGENERATE n/retrieve_block vs n/update_block")
+    assert "Use it to retrieve block." in advice.fix
+    assert "separates it from its nearest rival only" in advice.text

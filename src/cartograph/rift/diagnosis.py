@@ -98,10 +98,21 @@ def suggest(
             ),
         )
     statement = distinguishing_statement(member, rival, diff)
-    prefix = "REGENERATE " if not member.tokens - _union(o.tokens for o in others) else ""
+    taken = _union(o.tokens for o in others)
+    regenerate = not member.tokens - taken
+    prefix = "REGENERATE " if regenerate else ""
     text = f"{prefix}{member.key} vs {rival.key}: {diff.describe(rival.tool)}"
     if statement:
-        text += f". Add to its card: “{statement}”"
+        text += (
+            f". Add to its card: “{statement}” — the override below goes in the file "
+            "`[cards] overrides` names; `cartograph bootstrap` then re-signs the card"
+        )
+        if regenerate and not vocabulary.tokens(statement) - taken:
+            text += (
+                ". That separates it from its nearest rival only: every word of it also "
+                "appears in another member's card, so to clear REGENERATE say what it "
+                "returns or changes that none of them does"
+            )
     return Suggestion(
         server=member.server,
         tool=member.tool,
