@@ -19,6 +19,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from cartograph.config.model import ServerConfig
+from cartograph.upstream import _stdio_lines
+
+_stdio_lines.install()  # before any stdio session: large replies read in linear time
 
 HTTP_READ_TIMEOUT: Final = 300.0
 """Long enough for a server-sent event stream to idle between messages."""
