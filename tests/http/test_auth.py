@@ -185,3 +185,16 @@ async def test_the_routed_mount_shows_a_scoped_principal_only_the_catalogs_it_re
     assert json.loads(tool_text(implicit))["catalog"] == "alpha"  # the only catalog it reaches
     assert sorted(t.name for t in root_tools) == ["call", "discover", "status"]
     assert root_tools[0].input_schema["properties"]["catalog"]["enum"] == ["alpha", "beta", "gamma"]
+
+
+@pytest.mark.promise("P-AUTH-5")
+def test_a_bare_mcp_path_names_only_the_catalogs_the_token_reaches() -> None:
+    built = assemble(("alpha", "beta"), authority=_authority())
+    with serving(built.app) as base:
+        with http_client(base, A_TOKEN) as alice:
+            scoped = alice.post("/mcp", json=INIT_BODY, headers=MCP_HEADERS)
+        with http_client(base, ROOT_TOKEN) as root:
+            everything = root.post("/mcp", json=INIT_BODY, headers=MCP_HEADERS)
+    assert (scoped.status_code, everything.status_code) == (400, 400)
+    assert "/mcp/alpha" in scoped.text and "beta" not in scoped.text
+    assert "/mcp/alpha" in everything.text and "/mcp/beta" in everything.text

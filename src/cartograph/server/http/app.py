@@ -184,8 +184,10 @@ def _build_mounts(
     return mounts
 
 
-def _resolve(mounts: _Mounts, path_name: str | None, query: QueryParams) -> _Mount:
-    """Which mount a request means; raises _Refusal (400 / 404)."""
+def _resolve(
+    mounts: _Mounts, path_name: str | None, query: QueryParams, principal: Principal
+) -> _Mount:
+    """Which mount a request means; raises _Refusal (400 / 404) naming only reachable catalogs."""
     chosen = query.getlist(CATALOG_QUERY)
     if len(set(chosen)) > 1:
         raise _Refusal(
@@ -210,9 +212,10 @@ def _resolve(mounts: _Mounts, path_name: str | None, query: QueryParams) -> _Mou
     if name is None:
         if len(mounts.per_catalog) == 1:
             return next(iter(mounts.per_catalog.values()))
-        paths = ", ".join(f"{MCP_PATH}/{n}" for n in mounts.per_catalog)
+        paths = ", ".join(f"{MCP_PATH}/{n}" for n in principal.reachable(mounts.per_catalog))
+        where = paths or f"the paths {HEALTH_PATH} lists"
         raise _Refusal(
-            400, "catalog_required", f"this server has several catalogs; use one of {paths}."
+            400, "catalog_required", f"name the catalog in the path; use one of {where}."
         )
     mount = mounts.per_catalog.get(name)
     if mount is None:
@@ -269,7 +272,8 @@ class _McpEndpoint:
         try:
             principal = _authenticate(self.authority, Headers(scope=scope))
             path_name = scope.get("path_params", {}).get("name")
-            mount = _resolve(self.mounts, path_name, QueryParams(scope.get("query_string", b"")))
+            query = QueryParams(scope.get("query_string", b""))
+            mount = _resolve(self.mounts, path_name, query, principal)
             _gate(principal, mount)
             _admit(mount, scope, principal)
         except _Refusal as refusal:
