@@ -142,7 +142,7 @@ VERB_CLASSES: Final = (
         "convert",
         _verbs(
             "convert transform translate format parse encode decode render compile serialize "
-            "transcribe"
+            "transcribe split"
         ),
         ("convert", "transform", "turn into"),
         ("{verb} {obj}", "convert {obj}", "transform {obj}"),
@@ -250,6 +250,11 @@ _AGENT_NOUNS: Final = {
     "scheduler": "schedule",
     "viewer": "view",
     "lister": "list",
+    "splitter": "split",
+    "loader": "load",
+    "exporter": "export",
+    "importer": "import",
+    "manager": "manage",
 }
 _DROPPED_NAME_WORDS: Final = frozenset({"mcp", "api", "tool", "tools", "fn", "func", "cmd", "v1"})
 _GENERIC_ARGUMENTS: Final = frozenset(
@@ -279,9 +284,16 @@ _HEAD_PREPOSITIONS: Final = {
     **dict.fromkeys(_verbs("destination target recipient dest output"), "to"),
     **dict.fromkeys(_verbs("path address line position index coordinates"), "at"),
     **dict.fromkeys(
-        _verbs("content text body message value values code command script expression"), "with"
+        _verbs(
+            "content text body message value values code command script expression title "
+            "subject caption label tags"
+        ),
+        "with",
     ),
 }
+# Arguments that pick *which* thing (its name, id, type): "for" it, or "with" it when the
+# action makes or changes the thing ("create a repository with a name").
+_SELECTORS: Final = _verbs("name id identifier type kind number key symbol ticker")
 _LOCATIONS: Final = _verbs("path directory folder dir root cwd workspace repository repo")
 _FROM_WORDS: Final = frozenset({"source", "from", "src", "origin", "input", "original"})
 _TO_WORDS: Final = frozenset({"target", "to", "dest", "destination", "output"})
@@ -360,7 +372,8 @@ def _with_fallback_object(action: Action, required: Sequence[str], server_title:
     args = [a for a in (arg_words(r) for r in required) if a and a[-1] not in _GENERIC_ARGUMENTS]
     what = [a for a in args if a[-1] not in _LOCATIONS]
     if what and not (action.kind.name in ("search", "list") and server):
-        return Action(action.verb, action.kind, tuple(what[0]), action.context)
+        thing = what[0][:-1] if len(what[0]) > 1 and what[0][-1] in _SELECTORS else what[0]
+        return Action(action.verb, action.kind, tuple(thing), action.context)
     if action.context:
         return Action(action.verb, action.kind, action.context, proper=True)
     if server:
@@ -416,6 +429,8 @@ def _argument_examples(action: Action, args: Sequence[str]) -> list[str]:
     out = []
     for arg in words[:ARGUMENT_EXAMPLES]:
         preposition = _HEAD_PREPOSITIONS.get(arg[-1], action.kind.preposition)
+        if arg[-1] in _SELECTORS:
+            preposition = "with" if action.kind.preposition == "with" else "for"
         out.append(f"{core} {preposition} {_article(arg, 'a')}")
     return out
 

@@ -86,6 +86,9 @@ _INSTRUCTION_PATTERNS: Final = tuple(
         r"\b(replaces?|supersedes?|deprecates?)\s+(the\s+)?(other|all|any|\w+[_/]\w+)",
         r"\binstead\s+of\s+(the\s+)?(\w+[_/]\w+|other|any|all)\b",
         r"\bno\s+(other|need\s+for\s+other)\s+tools?\b",
+        r"\b(in|to|from)\s+your\s+(instructions|prompts?|responses?|answers?|context)\b",
+        r"\b(use|call|run|invoke)\s+(the\s+)?['\"]?[\w-]+['\"]?\s+(tool|function)\s+first\b",
+        r"\bprerequisite\s*:",
         r"\b(the\s+)?only\s+tool\s+you\b",
     )
 )
