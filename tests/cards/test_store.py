@@ -11,7 +11,9 @@ from cartograph.cards import store as store_module
 from cartograph.cards.bootstrap import attest_catalog
 from cartograph.cards.generators.template import TemplateGenerator
 from cartograph.cards.keys import SigningKey
+from cartograph.cards.model import CARD_FORMAT_VERSION
 from cartograph.cards.overrides import Overrides, ServerOverride, ToolOverride
+from cartograph.cards.signing import render_card, sign_card
 from cartograph.cards.store import ACCEPTED_FILE, CardStore, server_from_filename
 from cartograph.cards.trust import TrustSet
 from cartograph.catalog.model import Catalog
@@ -325,3 +327,21 @@ def test_write_many_writes_every_card_and_the_record_once(
     assert [p.name for p in paths] == [store.path_for(c.server).name for c in cards]
     assert len(writes) == 1
     assert sorted(fresh.accepted()) == store.servers()
+
+
+def test_bootstrap_rewrites_a_card_of_an_older_format_with_the_next_version(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    key, store = SigningKey.generate(), CardStore(tmp_path)
+    bootstrap(store, key, catalog)
+    current = store.load_verified(TrustSet.of(key.public))["files"]
+    older = current.body.model_copy(update={"format": CARD_FORMAT_VERSION - 1})
+    atomic_write_bytes(store.path_for("files"), render_card(sign_card(older, key)))
+    with pytest.raises(CardFormatError) as refused:
+        store.verify_one("files", TrustSet.of(key.public))
+    assert refused.value.code == "card_format_version"
+
+    bootstrap(store, key, catalog)
+
+    card = store.load_verified(TrustSet.of(key.public))["files"]
+    assert (card.body.format, card.version) == (CARD_FORMAT_VERSION, 2)
