@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from cartograph.server.jsonrpc_refusal import _refusals
 from tests.http.support import INIT_BODY, MCP_HEADERS, assemble, http_client, serving
 from tests.server.test_jsonrpc_fuzz import wire
 from tests.server.test_stdio_e2e import SERVE, write_config
@@ -152,3 +155,22 @@ def test_each_unparseable_request_gets_one_error_with_its_id_over_http(era: str)
     )
     assert _owed(replies) == {**EXPECTED, **processed}
     assert built.per_catalog["solo"].calls == len(processed)
+
+
+JSON_TEXT = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=12,
+).map(json.dumps)
+REQUESTISH = st.fixed_dictionaries(
+    {"id": st.integers() | st.text(max_size=4) | st.none(), "method": st.text(max_size=8)},
+    optional={"jsonrpc": st.sampled_from(["2.0", "1.0"]), "params": st.lists(st.integers())},
+).map(json.dumps)
+
+
+@settings(max_examples=300, deadline=None)
+@given(line=st.text(max_size=80) | JSON_TEXT | REQUESTISH | REQUESTISH.map(lambda s: s[:-3]))
+def test_recovering_ids_never_raises_on_arbitrary_text(line: str) -> None:
+    for refusal in _refusals(line):  # the inner function: no catch-all to hide a bug
+        assert isinstance(refusal.id, str | int) and not isinstance(refusal.id, bool)
+        json.dumps(refusal.message_dict(), ensure_ascii=False).encode("utf-8")

@@ -27,6 +27,8 @@ INVALID_REQUEST: Final = -32600
 INVALID_PARAMS: Final = -32602
 MAX_DEPTH: Final = 200
 """Nesting the SDK's JSON parser accepts; a message nested deeper cannot be processed."""
+MAX_ID_DIGITS: Final = 18
+"""An integer id longer than this is not echoed (it would not survive a 64-bit client)."""
 
 RequestId = str | int
 
@@ -48,7 +50,18 @@ class Refusal:
 
 
 def refusals_for(raw: str | bytes) -> list[Refusal]:
-    """The errors owed for a message the SDK refused (empty when no request id is recoverable)."""
+    """The errors owed for a message the SDK refused (empty when no request id is recoverable).
+
+    Never raises: it runs inside the transport's reader, where an exception
+    would end the whole connection.
+    """
+    try:
+        return _refusals(raw)
+    except Exception:  # a bug here must cost one reply, never the connection
+        return []
+
+
+def _refusals(raw: str | bytes) -> list[Refusal]:
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
     try:
         value = json.loads(text)
@@ -77,6 +90,8 @@ def _request_id(value: Any) -> RequestId | None:
         return None
     rid = value.get("id")
     if isinstance(rid, bool) or not isinstance(rid, str | int):
+        return None
+    if isinstance(rid, int) and abs(rid) >= 10**MAX_ID_DIGITS:
         return None
     if isinstance(rid, str) and not _encodable(rid):
         return None
@@ -166,7 +181,10 @@ def _top_level(text: str) -> dict[str, RequestId | None]:
             end = i + 1
             while end < len(text) and text[end].isdigit():
                 end += 1
-            integral = text[i:end] != "-" and (end == len(text) or text[end] not in ".eE")
+            digits = text[i:end].lstrip("-")
+            integral = 0 < len(digits) <= MAX_ID_DIGITS and (
+                end == len(text) or text[end] not in ".eE"
+            )
             found[str(key)] = int(text[i:end]) if integral else None
             key, expect_value, i = None, False, end
             continue
