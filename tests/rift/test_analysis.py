@@ -100,7 +100,7 @@ def _two_tools(server_b: str = "s") -> list[RiftTool]:
 
 @pytest.mark.parametrize(
     ("margin", "risk"),
-    [(0.005, "HIGH"), (0.05, "MEDIUM"), (0.15, "MEDIUM"), (0.30, "LOW"), (-0.04, "HIGH")],
+    [(-0.08, "HIGH"), (-0.02, "MEDIUM"), (0.005, "MEDIUM"), (0.25, "MEDIUM"), (0.40, "LOW")],
 )
 def test_two_tool_cluster_with_constructed_margin_lands_in_its_band(
     margin: float, risk: str
@@ -132,7 +132,7 @@ def _same_argument_vectors(margin: float) -> dict[str, list[float]]:
 
 def test_paper_probe_forces_a_non_positive_margin_on_tools_with_the_same_arguments() -> None:
     vectors = _same_argument_vectors(0.30)
-    paper = RiftSettings(probe="arguments")
+    paper = RiftSettings.paper()
     tools = [RiftTool(t.server, t.tool, t.text, t.probe) for t in _same_argument_tools()]
     report = analyse(tools, explicit_embed(vectors), paper, model_id="explicit")
     (only,) = report.clusters
@@ -141,12 +141,12 @@ def test_paper_probe_forces_a_non_positive_margin_on_tools_with_the_same_argumen
 
 
 def test_default_probe_compares_a_same_argument_pair_on_the_rung_that_separates_it() -> None:
-    vectors = _same_argument_vectors(0.30)
+    vectors = _same_argument_vectors(0.40)
     report = analyse(
         _same_argument_tools(), explicit_embed(vectors), RiftSettings(), model_id="explicit"
     )
     (only,) = report.clusters
-    assert only.margin_min == pytest.approx(0.30, abs=1e-5)
+    assert only.margin_min == pytest.approx(0.40, abs=1e-5)
     assert only.risk == "LOW"
     assert [m.reprobed for m in only.members] == [("s/b",), ("s/a",)]
     assert any("compared with probes that add their names" in n for n in only.notes)
@@ -171,7 +171,7 @@ def test_no_margin_ablation_keeps_clusters_but_assigns_no_risk() -> None:
 
 
 def test_comparison_table_has_rift_ablation_and_both_baselines() -> None:
-    embed = explicit_embed(_two_tool_vectors(0.005))
+    embed = explicit_embed(_two_tool_vectors(-0.08))
     report = analyse(_two_tools(), embed, RiftSettings(), model_id="explicit")
     rows = {g.method: g for g in report.comparison}
     assert rows["Rift (3-layer)"].high == 1

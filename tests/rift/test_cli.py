@@ -139,8 +139,10 @@ def test_html_flag_writes_a_self_contained_page(tmp_path: Path) -> None:
 
 def test_thresholds_from_flags_reach_the_report(tmp_path: Path) -> None:
     # The pair's margin is exactly 0: below any positive HIGH threshold, so with
-    # both thresholds at 0 the same cluster must come out LOW.
-    result = _run(tmp_path, CONFUSABLE, "--json", "--theta", "0.99", "--high", "0", "--medium", "0")
+    # both thresholds at 0 the same cluster must come out LOW (under --paper, whose
+    # rules do not rate identical card text HIGH regardless of margins).
+    args = ("--json", "--paper", "--theta", "0.99", "--high", "0", "--medium", "0")
+    result = _run(tmp_path, CONFUSABLE, *args)
     report = json.loads(result.stdout)
     assert report["settings"]["theta_sim"] == 0.99
     assert report["settings"]["high"] == 0

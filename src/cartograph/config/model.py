@@ -207,8 +207,8 @@ class RiftConfig(_Section):
     """Rift's thresholds (paper §3.4); `cartograph rift` flags override them."""
 
     theta_sim: float = Field(default=0.65, gt=0, le=1)
-    high: float = 0.01  # docs/rift.md "Validation": the paper's 0.10 is `rift --paper`
-    medium: float = 0.20
+    high: float = -0.05  # docs/rift.md "Validation": the paper's 0.10/0.20 is `rift --paper`
+    medium: float = 0.30
     linkage: Literal["complete", "average", "single"] = "complete"
     text: Literal["description", "index"] = "description"
     probe: Literal["distinguishing", "arguments", "name+arguments"] = "distinguishing"

@@ -317,6 +317,8 @@ class _Margin:
     separated: float | None
     """Worst gap against rivals whose names state a different action."""
     only_duplicates: bool
+    identical: bool = False
+    """A confusable rival has exactly this tool's card text: a coin flip for retrieval."""
 
 
 def _margin(ctx: _Context, group: list[int], tool: int, probes: _Probes) -> _Margin:
@@ -339,6 +341,7 @@ def _margin(ctx: _Context, group: list[int], tool: int, probes: _Probes) -> _Mar
         confusable=min(terms["confusable"])[0] if terms["confusable"] else None,
         separated=min(terms["actions"])[0] if terms["actions"] else None,
         only_duplicates=not rated,
+        identical=any(card[rival] == card[tool] for _, rival in terms["confusable"]),
     )
 
 
@@ -368,10 +371,13 @@ def _member(
 
 
 def _risk(found: Sequence[_Margin], settings: RiftSettings) -> Risk:
-    """HIGH needs a confusable pair below ``high``; a pair of different actions caps at MEDIUM."""
+    """HIGH needs a confusable pair below ``high`` or with identical card text; a pair of
+    different actions caps at MEDIUM."""
     confusable = [f.confusable for f in found if f.confusable is not None]
     every = confusable + [f.separated for f in found if f.separated is not None]
     if confusable and min(confusable) < settings.high:
+        return "HIGH"
+    if settings.identical and any(f.identical for f in found):
         return "HIGH"
     if every and min(every) < settings.medium:
         return "MEDIUM"
