@@ -78,10 +78,20 @@ def test_a_keyword_list_collapses_to_its_head_clause() -> None:
         ("trial_references_getter", "Get the trial references."),
         ("create_or_update_file", "Create or update a file."),
         ("git_status", "Git status."),
+        ("API-retrieve-a-block", "Retrieve the block."),
+        ("new_page", "Create a new page."),
     ],
 )
 def test_the_purpose_sentence_reads_the_name_as_verb_and_object(name: str, purpose: str) -> None:
     assert phrase_for(name, [], [], "").purpose == purpose
+
+
+def test_a_bare_verb_acts_on_its_first_required_argument_that_names_a_thing() -> None:
+    assert phrase_for("exec_in_pod", ["name", "command"], [], "k8s").purpose == (
+        "Exec the command in pod."
+    )
+    assert phrase_for("fetch", ["url"], [], "fetch").purpose == "Fetch the URL."
+    assert phrase_for("search", ["query"], [], "wikipedia").purpose == "Search wikipedia."
 
 
 def test_example_tasks_come_from_the_name_and_arguments_only() -> None:

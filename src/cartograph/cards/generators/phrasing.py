@@ -19,7 +19,7 @@ examples cannot carry a publisher's keywords.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from cartograph.cards.generators.text import readable_words
@@ -57,7 +57,10 @@ def _verbs(text: str) -> frozenset[str]:
 VERB_CLASSES: Final = (
     VerbClass(
         "retrieve",
-        _verbs("get fetch retrieve read show view display load obtain peek print cat access see"),
+        _verbs(
+            "get fetch retrieve read show view display load obtain peek print cat access see "
+            "describe"
+        ),
         ("fetch", "retrieve", "look up", "show"),
         ("{verb} {obj}", "show me {obj}", "{ask} {obj}"),
     ),
@@ -98,7 +101,7 @@ VERB_CLASSES: Final = (
         "update",
         _verbs(
             "update edit modify change set rename patch replace configure adjust toggle reset "
-            "mark assign label rewrite resize manage"
+            "mark assign label rewrite resize manage upgrade"
         ),
         ("change", "edit", "modify"),
         ("{verb} {obj}", "change {obj}", "edit {obj}"),
@@ -126,7 +129,7 @@ VERB_CLASSES: Final = (
         "run",
         _verbs(
             "run execute exec start launch invoke call trigger apply deploy perform install "
-            "restart scale rollout emulate"
+            "restart scale rollout emulate simulate"
         ),
         ("run", "execute", "start"),
         ("{verb} {obj}", "run {obj}", "execute {obj}"),
@@ -295,6 +298,8 @@ _HEAD_PREPOSITIONS: Final = {
 # action makes or changes the thing ("create a repository with a name").
 _SELECTORS: Final = _verbs("name id identifier type kind number key symbol ticker")
 _LOCATIONS: Final = _verbs("path directory folder dir root cwd workspace repository repo")
+_ARTICLES: Final = _verbs("a an the")
+_PREPOSITIONS: Final = _verbs("in on at to from for with by into onto of")
 _FROM_WORDS: Final = frozenset({"source", "from", "src", "origin", "input", "original"})
 _TO_WORDS: Final = frozenset({"target", "to", "dest", "destination", "output"})
 
@@ -309,6 +314,8 @@ class Action:
     context: tuple[str, ...] = ()
     proper: bool = False
     """The object is a name (the server's: "search wikipedia"), so it takes no article."""
+    tail: tuple[str, ...] = ()
+    """Words after the object ("in pod" in ``exec_in_pod``)."""
 
 
 @dataclass(frozen=True)
@@ -328,9 +335,9 @@ def is_action_name(identifier: str) -> bool:
 
 
 def name_words(name: str) -> list[str]:
-    """The tool name as plain words, without "mcp"/"api" noise, at most a few."""
+    """The tool name as plain words, without "mcp"/"api" noise or articles, at most a few."""
     words = readable_words(name)
-    kept = [w for w in words if w not in _DROPPED_NAME_WORDS] or words
+    kept = [w for w in words if w not in _DROPPED_NAME_WORDS and w not in _ARTICLES] or words
     return kept[:MAX_NAME_WORDS]
 
 
@@ -347,7 +354,12 @@ def read_action(name: str, required: Sequence[str], server_title: str) -> Action
         return Action("", NOUN_CLASS, tuple(words))
     else:
         verb, rest = _verb_phrase(words[verb_at:])
+        if verb == "new":  # new_page: "create a new page"
+            verb, rest = "create", ("new", *rest)
         action = Action(verb, _CLASS_OF[words[verb_at]], rest, tuple(words[:verb_at]))
+    if action.obj and action.obj[0] in _PREPOSITIONS:  # exec_in_pod: the object is missing
+        found = _with_fallback_object(replace(action, obj=()), required, server_title)
+        return replace(found, tail=action.obj)
     if action.obj:
         return action
     return _with_fallback_object(action, required, server_title)
@@ -370,7 +382,7 @@ def _with_fallback_object(action: Action, required: Sequence[str], server_title:
     """
     server = tuple(w for w in server_title.lower().split() if w != action.verb)
     args = [a for a in (arg_words(r) for r in required) if a and a[-1] not in _GENERIC_ARGUMENTS]
-    what = [a for a in args if a[-1] not in _LOCATIONS]
+    what = [a for a in args if a[-1] not in _LOCATIONS and not (len(a) == 1 and a[0] in _SELECTORS)]
     if what and not (action.kind.name in ("search", "list") and server):
         thing = what[0][:-1] if len(what[0]) > 1 and what[0][-1] in _SELECTORS else what[0]
         return Action(action.verb, action.kind, tuple(thing), action.context)
@@ -451,12 +463,11 @@ def _render(template: str, action: Action) -> str:
     obj = list(action.obj)
     plural = _is_plural(obj)
     bare = _display_words(obj)
+    tail = f" {_display_words(action.tail)}" if action.tail else ""
     text = template.format(
         verb=action.verb or "get",
-        obj=bare if action.proper else _article(obj, action.kind.article),
-        new=f"new {bare}"
-        if action.proper or plural or _is_mass(obj)
-        else _article(["new", *obj], "a"),
+        obj=(bare if action.proper else _article(obj, action.kind.article)) + tail,
+        new=_new(obj, action.proper or plural or _is_mass(obj)),
         bare=bare,
         plural=_display_words(obj if plural or _is_mass(obj) else [*obj[:-1], _pluralise(obj[-1])])
         if obj
@@ -464,6 +475,12 @@ def _render(template: str, action: Action) -> str:
         ask=("what are" if plural else "what is") if _is_mass(obj) else "look up",
     )
     return " ".join(text.split()[:MAX_EXAMPLE_WORDS])
+
+
+def _new(obj: Sequence[str], bare: bool) -> str:
+    """ "a new issue", "new entities"; an object already "new …" is not made newer."""
+    words = list(obj[1:]) if list(obj[:1]) == ["new"] else list(obj)
+    return f"new {_display_words(words)}" if bare else _article(["new", *words], "a")
 
 
 def _article(words: Sequence[str], kind: str) -> str:
