@@ -83,23 +83,34 @@ def _lines(tmp_path: Path) -> bytes:
     init = {**INIT_BODY, "id": "init"}
     lines = [json.dumps(init), '{"jsonrpc":"2.0","method":"notifications/initialized"}']
     lines += [line for line, _ in CASES.values()]
+    # `status` waits (bounded) until the catalog is up: the refusals are then in its audit log
+    lines.append('{"jsonrpc":"2.0","id":"ready","method":"tools/call","params":{"name":"status"}}')
     lines.append('{"jsonrpc":"2.0","id":"last","method":"ping"}')
     return ("\n".join(lines) + "\n").encode()
 
 
+@pytest.mark.promise("P-AUDIT-1")
 def test_cartograph_serve_over_pipes_answers_each_unparseable_request(tmp_path: Path) -> None:
-    with _serve(write_config(tmp_path), subprocess.PIPE) as process:
+    audit = tmp_path / "audit.jsonl"
+    with _serve(write_config(tmp_path, audit_log=str(audit)), subprocess.PIPE) as process:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(_lines(tmp_path))
         process.stdin.flush()
         replies = []
-        while not replies or replies[-1].get("id") != "last":  # ping always answers: bounded
+        while not {"ready", "last"} <= {r.get("id") for r in replies}:  # both always answer
             replies.append(json.loads(process.stdout.readline()))
         process.stdin.close()  # end of input: what is still owed goes out before exit
         rest = process.stdout.read()
         process.wait(timeout=30)
     replies += [json.loads(line) for line in rest.splitlines()]
     assert _owed(replies) == EXPECTED
+    # each refusal is audited once, those made before the catalog was up included
+    records = [json.loads(line) for line in audit.read_text("utf-8").splitlines()]
+    refused = sorted(r["outcome"] for r in records if r["proxy_tool"] == "jsonrpc")
+    assert refused == sorted(
+        {-32700: "parse_error", -32600: "invalid_request", -32602: "invalid_params"}[code]
+        for _, code in CASES.values()
+    )
 
 
 def test_cartograph_serve_with_stdin_a_regular_file_answers_them_too(tmp_path: Path) -> None:

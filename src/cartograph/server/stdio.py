@@ -27,9 +27,10 @@ from cartograph.config.catalogs import ResolvedCatalog
 from cartograph.errors import CartographError
 from cartograph.gateway.results import error_result
 from cartograph.server.handlers import ProxyHandlers
+from cartograph.server.jsonrpc_refusal import Refusal
 from cartograph.server.proxy import build_proxy_server
 from cartograph.server.runtime import CatalogRuntime
-from cartograph.server.stdio_guard import guarded_stdio
+from cartograph.server.stdio_guard import guarded_stdio, refusal_record
 from cartograph.server.stdio_wire import fast_stdio
 from cartograph.server.tools import PROXY_TOOLS, proxy_tool
 
@@ -42,6 +43,9 @@ SHUTDOWN_GRACE: Final = 2.0
 
 EXIT_GRACE: Final = 3.0
 """After a signal, the upper bound on a clean exit before a hard one."""
+
+MAX_UNAUDITED: Final = 256
+"""Wire refusals kept for the audit log while the catalog starts (beyond: not recorded)."""
 
 RuntimeFactory = Callable[[], Awaitable[CatalogRuntime]]
 
@@ -94,6 +98,16 @@ async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
     surface = DeferredHandlers(catalog)
     server = build_proxy_server(surface)
     runtime: CatalogRuntime | None = None
+    unaudited: list[
+        Refusal
+    ] = []  # requests refused on the wire before the runtime (its log) was up
+
+    def audit_refusal(refusal: Refusal) -> None:
+        if runtime is None:
+            if len(unaudited) < MAX_UNAUDITED:
+                unaudited.append(refusal)
+            return
+        runtime.audit.write(refusal_record(catalog.name, refusal))
 
     async def boot() -> None:
         nonlocal runtime
@@ -104,6 +118,9 @@ async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
             surface.set_failure(exc)
             return
         surface.set_runtime(runtime)
+        for refusal in unaudited:
+            runtime.audit.write(refusal_record(catalog.name, refusal))
+        unaudited.clear()
         # Cards and index are in: discover answers now, upstreams connect behind it.
         await runtime.connect_upstreams()
 
@@ -111,7 +128,13 @@ async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(boot)
             group.start_soon(_on_signal, group.cancel_scope, lambda: runtime)
-            async with fast_stdio() as wire, guarded_stdio(wire) as (read_stream, write_stream):
+            async with (
+                fast_stdio() as wire,
+                guarded_stdio(wire, audit_refusal) as (
+                    read_stream,
+                    write_stream,
+                ),
+            ):
                 options = server.create_initialization_options()
                 await server.run(read_stream, write_stream, options)
             logger.info("stdin closed; shutting down")

@@ -15,7 +15,7 @@ import contextlib
 import io
 import os
 import sys
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any, Final
 
 import anyio
@@ -23,7 +23,13 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-from cartograph.server.jsonrpc_refusal import Refusal, refusals_for
+from cartograph.gateway.audit import AuditRecord, utc_now
+from cartograph.server.jsonrpc_refusal import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    Refusal,
+    refusals_for,
+)
 
 REPLY_BUFFER: Final = 64
 """Refusals queued for the writer; a client flooding bad requests waits on its own replies."""
@@ -31,11 +37,33 @@ DRAIN_TIMEOUT: Final = 2.0
 """At end of input, how long queued refusals may take to reach the wire."""
 
 
+Refused = Callable[[Refusal], None]
+"""Told of each refusal as it is answered, so it can be audited (P-AUDIT-1)."""
+
+_OUTCOMES: Final = {PARSE_ERROR: "parse_error", INVALID_REQUEST: "invalid_request"}
+
+
+def refusal_record(catalog: str, refusal: Refusal) -> AuditRecord:
+    """The audit record of one request refused on the wire (no argument is known)."""
+    return AuditRecord(
+        time=utc_now(),
+        catalog=catalog,
+        principal=None,
+        proxy_tool="jsonrpc",
+        server=None,
+        tool=None,
+        duration_ms=0.0,
+        outcome=_OUTCOMES.get(refusal.code, "invalid_params"),
+        arguments=None,
+    )
+
+
 class RefusingLines:
     """Async-iterates the wire's lines, holding back (and answering) refused requests."""
 
-    def __init__(self, lines: AsyncIterable[str]) -> None:
+    def __init__(self, lines: AsyncIterable[str], on_refused: Refused | None = None) -> None:
         self._lines = lines.__aiter__()
+        self._on_refused = on_refused
         self._send, self._replies = anyio.create_memory_object_stream[Refusal](REPLY_BUFFER)
         self.drained = anyio.Event()
 
@@ -57,6 +85,8 @@ class RefusingLines:
             if not refusals:
                 return line
             for refusal in refusals:
+                if self._on_refused is not None:
+                    self._on_refused(refusal)
                 await self._send.send(refusal)
 
     async def answer(self, write: Any) -> None:
@@ -86,14 +116,16 @@ def _refusals(line: str) -> list[Refusal]:
 
 
 @contextlib.asynccontextmanager
-async def guarded_stdio(wire: tuple[Any, Any] | None) -> AsyncIterator[tuple[Any, Any]]:
+async def guarded_stdio(
+    wire: tuple[Any, Any] | None, on_refused: Refused | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
     """``stdio_server`` over ``wire`` (else this process's stdin/stdout), with refusals answered."""
     async with _stdin(wire) as (stdin, stdout):
         if stdin is None:  # no way to read fd 0 ourselves here: the SDK's own path
             async with stdio_server() as streams:
                 yield streams
             return
-        guard = RefusingLines(stdin)
+        guard = RefusingLines(stdin, on_refused)
         options: dict[str, Any] = {"stdin": guard}
         if stdout is not None:
             options["stdout"] = stdout
