@@ -34,7 +34,8 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   └── AuthenticationError     no valid bearer token where one is required (HTTP 401)
     ├── SessionLimitError           a session cap (per principal or in total) is reached
     ├── StubError                   stub generation refused (output folder, server selection)
-    └── DemoError                   a `cartograph demo` check failed (what an agent should see)
+    ├── DemoError                   a `cartograph demo` check failed (what an agent should see)
+    └── UsageLogError               the learning usage log cannot be opened, migrated or written
 """
 
 from __future__ import annotations
@@ -184,6 +185,10 @@ class DemoError(CartographError):
     code = "demo_failed"
 
 
+class UsageLogError(CartographError):
+    code = "usage_log"
+
+
 __all__ = [
     "ArgumentError",
     "AuthenticationError",
@@ -215,4 +220,5 @@ __all__ = [
     "UpstreamProtocolError",
     "UpstreamTimeout",
     "UpstreamUnavailable",
+    "UsageLogError",
 ]

@@ -114,6 +114,26 @@ class IndexConfig(_Section):
     cpu_workers: int = Field(default=DEFAULT_CPU_WORKERS, ge=1, le=64)
 
 
+class LearningConfig(_Section):
+    """Learning from use (``cartograph.learning``): a usage log that re-ranks ``discover``.
+
+    On by default: it only ever re-orders verified, servable tools, keeps the
+    zero-shot ranker's best ``zero_shot_slots`` in every result, counts only
+    successful calls, drops a tool's evidence when its card changes and never
+    reads across catalogs. ``enabled = false`` neither logs nor re-ranks.
+    """
+
+    enabled: bool = True
+    max_tasks: int = Field(default=10_000, ge=1)
+    max_age_days: float = Field(default=90.0, gt=0)
+    attribution_window: float = Field(default=600.0, gt=0)
+    neighbours: int = Field(default=10, ge=1, le=100)
+    min_similarity: float = Field(default=0.6, ge=-1.0, le=1.0)
+    vote_weight: float = Field(default=1.0, ge=0.0)
+    text_weight: float = Field(default=0.3, ge=0.0)
+    zero_shot_slots: int = Field(default=2, ge=2)
+
+
 class GatewayConfig(_Section):
     mode: Literal["pooled", "oneshot"] = "pooled"
     max_in_flight: int = Field(default=DEFAULT_MAX_IN_FLIGHT, ge=1)
@@ -224,6 +244,7 @@ class Config(_Section):
     cards: CardsConfig = Field(default_factory=CardsConfig)
     index: IndexConfig = Field(default_factory=IndexConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    learning: LearningConfig = Field(default_factory=LearningConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     rift: RiftConfig = Field(default_factory=RiftConfig)
     catalogs: tuple[CatalogConfig, ...] = ()

@@ -19,7 +19,7 @@ from single-step, multi-step and out-of-catalog tasks together
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -27,9 +27,10 @@ from pydantic import BaseModel, ConfigDict
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import ArgumentError, RetrievalError
 from cartograph.index.entries import plain_description
-from cartograph.index.rankers.base import QueryContext
+from cartograph.index.rankers.base import QueryContext, Ranking
 from cartograph.index.schema_compact import compact_schema, schema_signature
 from cartograph.index.text import tokenize
+from cartograph.index.tool_index import MAX_K as MAX_DEPTH
 from cartograph.index.tool_index import ToolIndex
 
 DEFAULT_K: Final = 5
@@ -45,6 +46,16 @@ ABSTAIN_HINT: Final = (
     "calling. Rephrase the task as one concrete step (what to do to what), or run "
     "`cartograph status` to see servers that are down or tools hidden by drift."
 )
+
+
+class Reranker(Protocol):
+    """A step after the ranker (learning from use): re-orders the best ``depth`` tools."""
+
+    depth: int
+
+    def rerank(self, index: ToolIndex, ctx: QueryContext, ranked: Ranking, k: int) -> Ranking:
+        """``ranked`` (zero-shot, ``depth`` long) re-ordered; its first ``k`` are served."""
+        ...
 
 
 class _Frozen(BaseModel):
@@ -165,12 +176,18 @@ def discover(
     method: str | None = None,
     *,
     threshold: float = DEFAULT_ABSTAIN_THRESHOLD,
+    reranker: Reranker | None = None,
 ) -> DiscoverResult:
     """The top ``k`` tools for ``task``, or an abstention when nothing fits."""
     ctx = index.context(task)
     # Confidence first: the rankers then reuse its query × tool product.
     confidence = task_confidence(ctx) if index.size else 0.0
-    ranked = index.rank(ctx, k, method=method)
+    if reranker is None:
+        ranked = index.rank(ctx, k, method=method)
+    else:
+        depth = min(max(k, reranker.depth), MAX_DEPTH)
+        ranked = reranker.rerank(index, ctx, index.rank(ctx, k, method=method, depth=depth), k)
+        ranked = ranked[:k]
     abstained = confidence < threshold
     shown = ranked[: min(k, ABSTAIN_SHOWN)] if abstained else ranked
     entries = index.corpus.entries

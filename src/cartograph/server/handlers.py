@@ -11,6 +11,7 @@ the proxy itself keeps serving.
 from __future__ import annotations
 
 import contextvars
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,10 +29,13 @@ from cartograph.errors import (
 )
 from cartograph.gateway.arguments import MetaCall, repair_meta_call
 from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
+from cartograph.gateway.pool import partition_key
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server.offload import run_cpu
 from cartograph.server.runtime import CatalogRuntime, policy_allows
 from cartograph.server.tools import CALL, DISCOVER, MAX_K, PROXY_TOOLS, STATUS, proxy_tool
+
+logger = logging.getLogger(__name__)
 
 Authorize = Callable[[str | None, str, str], None]
 """``authorize(principal, catalog, proxy_tool_name)``; raises PolicyError to refuse."""
@@ -161,6 +165,7 @@ class ProxyHandlers:
             self._audit(record, principal, None, started)
             raise
         self._audit(record, principal, result, started)
+        await self._learn(record, result, partition_key(principal, client) or "local")
         return result
 
     async def _dispatch(
@@ -185,12 +190,12 @@ class ProxyHandlers:
             )
         record.proxy_tool = bare
         if bare == DISCOVER:
-            return await self._discover(arguments)
+            return await self._discover(arguments, record)
         if bare == STATUS:
             return self._status(arguments)
         return await self._call(arguments, principal, client, progress, record)
 
-    async def _discover(self, arguments: dict[str, Any]) -> CallToolResult:
+    async def _discover(self, arguments: dict[str, Any], record: _Pending) -> CallToolResult:
         """Check the arguments here, then rank in a worker thread (P-REL-10).
 
         The length check runs first so an oversized task costs nothing but the
@@ -212,6 +217,7 @@ class ProxyHandlers:
 
         def rank() -> CallToolResult:
             found = self.runtime.discover(task, k)
+            record.found = found
             return CallToolResult(
                 content=[TextContent(text=found.to_text())],
                 # ids, scores and card provenance; the text above carries the arguments
@@ -275,10 +281,7 @@ class ProxyHandlers:
         result: CallToolResult | None,
         started: float,
     ) -> None:
-        if result is None:
-            outcome = "cancelled"
-        else:
-            outcome = error_code(result) or ("tool_error" if result.is_error else "ok")
+        outcome = _outcome(result)
         self.audit.write(
             AuditRecord(
                 time=utc_now(),
@@ -295,6 +298,27 @@ class ProxyHandlers:
         )
 
 
+    async def _learn(self, record: _Pending, result: CallToolResult, session: str) -> None:
+        """Tell learning what the session asked for and which calls then served it."""
+        learning = self.runtime.learning
+        if learning is None:
+            return
+        try:
+            if record.proxy_tool == DISCOVER and record.found is not None:
+                shown = [(t.server, t.tool) for t in record.found.tools]
+                await learning.record_discover(session, record.found.task, shown)
+            elif record.proxy_tool == CALL and record.server and record.tool:
+                await learning.record_call(session, record.server, record.tool, _outcome(result))
+        except CartographError as exc:  # the usage log failed: the answer still goes out
+            logger.warning("learning could not log %s: %s", record.proxy_tool, exc.code)
+
+
+def _outcome(result: CallToolResult | None) -> str:
+    if result is None:
+        return "cancelled"
+    return error_code(result) or ("tool_error" if result.is_error else "ok")
+
+
 class _Pending:
     """What the audit record will say, filled in as the call is understood."""
 
@@ -304,6 +328,7 @@ class _Pending:
         self.server: str | None = None
         self.tool: str | None = None
         self.repairs: tuple[str, ...] = ()
+        self.found: Any = None
 
     def target(self, meta: MetaCall) -> None:
         self.server, self.tool, self.repairs = meta.server, meta.tool, meta.repairs

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
@@ -37,7 +37,7 @@ from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
 from cartograph.config.model import CatalogPolicy, Config, ServerConfig
-from cartograph.errors import CartographError, UnknownToolError, UpstreamError
+from cartograph.errors import CartographError, UnknownToolError, UpstreamError, UsageLogError
 from cartograph.gateway.arguments import compile_validator, validate_arguments
 from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.gateway.gateway import Gateway
@@ -51,6 +51,9 @@ from cartograph.index.serving import (
 )
 from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
 from cartograph.server.offload import run_cpu
+
+if TYPE_CHECKING:
+    from cartograph.learning.catalog import CatalogLearning
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +109,8 @@ class CatalogRuntime:
         self._rebuild_task: asyncio.Task[None] | None = None
         self._rebuild_again = False
         self._maintenance: asyncio.Task[None] | None = None
+        self.learning: CatalogLearning | None = None
+        """Learning from use (``[learning]``); None when off or its log cannot open."""
 
     @property
     def drift(self) -> DriftReport:
@@ -175,6 +180,7 @@ class CatalogRuntime:
             await runtime.rebuild_index()
             if warm is not None:
                 await anyio.to_thread.run_sync(warm.join)
+            await runtime._start_learning()
             runtime.start_maintenance()
         except BaseException:
             await runtime.aclose()
@@ -266,6 +272,21 @@ class CatalogRuntime:
             for server, session in self.gateway.pool.live_sessions():
                 group.start_soon(one, server, session)
 
+    async def _start_learning(self) -> None:
+        """Open the usage log; a log that cannot open costs learning, never serving."""
+        from cartograph.learning import open_learning
+
+        try:
+            learning = await anyio.to_thread.run_sync(
+                open_learning, self.config, self.name, self.embedder
+            )
+            if learning is not None:
+                await learning.sync(self.cards)
+        except UsageLogError as exc:
+            logger.warning("learning is off for catalog %s: %s (%s)", self.name, exc, exc.code)
+            return
+        self.learning = learning
+
     async def aclose(self) -> None:
         for task in (self._maintenance, self._rebuild_task):
             if task is not None and not task.done():
@@ -276,6 +297,8 @@ class CatalogRuntime:
             await self.gateway.aclose()
         finally:
             self.audit.close()
+            if self.learning is not None:
+                self.learning.close()
 
     # -- drift -----------------------------------------------------------------
 
@@ -363,6 +386,8 @@ class CatalogRuntime:
                 workers=self.config.index.cpu_workers,
             )
             self._excluded = excluded
+        if self.learning is not None:
+            await self.learning.sync(self.cards)
 
     def admit(self, server: str, tool: str) -> None:
         """Raise unless ``server/tool`` is attested and its live definition still matches.
@@ -396,7 +421,14 @@ class CatalogRuntime:
         # The index may predate the newest drift: ask for enough extra results to
         # drop every tool blocked since it was built and still return ``want``.
         stale = self.drift_view.blocked - (self._excluded or frozenset())
-        result = discover(self._index, self.cards, task, k=want + len(stale), method=method)
+        result = discover(
+            self._index,
+            self.cards,
+            task,
+            k=want + len(stale),
+            method=method,
+            reranker=self.learning,
+        )
         if not stale:
             return result
         limit = min(want, ABSTAIN_SHOWN) if result.abstained else want

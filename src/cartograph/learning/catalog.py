@@ -1,0 +1,214 @@
+"""Learning for one catalog: log what agents do, re-rank ``discover`` with it.
+
+The proxy calls three things. ``rerank`` runs inside ``discover`` (on
+whatever thread ranks), right after the zero-shot ranker. ``record_discover``
+logs the task, its embedding and the tools shown, and opens that MCP
+session's current task; ``record_call`` attributes each later ``call`` of
+the same session (within ``attribution_window`` seconds) to it, logs the
+outcome, and — only when it succeeded — adds the evidence to the in-memory
+:class:`~cartograph.learning.learner.Learner`. Store I/O runs in a worker
+thread (``anyio.to_thread``) and is awaited before the proxy answers, so
+nothing is held only in memory when the agent sees the result.
+
+Evidence is keyed by the fingerprint of the tool's verified card entry:
+:meth:`sync` (at start and whenever the index is rebuilt) drops the evidence
+of any tool whose card entry changed or left its card.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+import numpy as np
+
+from cartograph.cards.verified import VerifiedCards, fingerprint
+from cartograph.config.model import LearningConfig
+from cartograph.index.embedders.base import Embedder, Vectors
+from cartograph.index.rankers.base import QueryContext, Ranking
+from cartograph.index.tool_index import ToolIndex
+from cartograph.learning.learner import Learner, LearningParams, blend, positions
+from cartograph.learning.store import (
+    OK,
+    CallRecord,
+    Retention,
+    SurfacedTool,
+    TaskRecord,
+    ToolKey,
+    UsageStore,
+)
+
+logger = logging.getLogger(__name__)
+
+RERANK_DEPTH: Final = 100
+"""How many zero-shot results the blend sees (learning can also lift tools from beyond it)."""
+MAX_SESSIONS: Final = 4096
+PRUNE_EVERY: Final = 256
+_RECENT_VECTORS: Final = 256
+
+Digests = dict[str, dict[str, str]]
+
+
+@dataclass
+class _OpenTask:
+    task_id: int
+    task: str
+    vector: Vectors
+    opened: float
+    counted: set[ToolKey] = field(default_factory=set)
+
+
+class CatalogLearning:
+    """The usage log and learned ranking of one catalog (see module docstring)."""
+
+    depth: int = RERANK_DEPTH
+
+    def __init__(
+        self,
+        store: UsageStore,
+        *,
+        catalog: str,
+        embedder: Embedder,
+        config: LearningConfig,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.embedder = embedder
+        self.config = config
+        self.params = LearningParams.from_config(config)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._learner = Learner(embedder.dim, self.params)
+        self._digests: Digests = {}
+        self._sessions: OrderedDict[str, _OpenTask] = OrderedDict()
+        self._recent: OrderedDict[str, Vectors] = OrderedDict()
+        self._positions: tuple[int, dict[ToolKey, int]] = (0, {})
+        self._added = 0
+        self._loaded = False
+
+    @property
+    def retention(self) -> Retention:
+        return Retention(self.config.max_tasks, self.config.max_age_days)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def sync(self, cards: VerifiedCards) -> None:
+        """Apply retention, drop evidence of changed cards, (re)load the learner when needed."""
+        digests = await anyio.to_thread.run_sync(card_digests, cards)
+        if self._loaded and digests == self._digests:
+            return
+        await anyio.to_thread.run_sync(self._reload, digests)
+
+    def _reload(self, digests: Digests) -> None:
+        self.store.prune(self.retention, now=self._clock())
+        dropped = self.store.drop_stale(self.catalog, digests)
+        if dropped:
+            logger.info("learning: dropped %d calls of tools whose card changed", dropped)
+        evidence = self.store.evidence(
+            self.catalog, self.embedder.model_id, limit=self.config.max_tasks
+        )
+        learner = Learner(self.embedder.dim, self.params)
+        learner.load(e for e in evidence if e.vector.shape[0] == self.embedder.dim)
+        with self._lock:
+            self._learner, self._digests, self._loaded = learner, digests, True
+            # An open task's counted tools may have lost their evidence: count again.
+            for open_task in self._sessions.values():
+                open_task.counted.clear()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- ranking -------------------------------------------------------------------
+
+    def rerank(self, index: ToolIndex, ctx: QueryContext, ranked: Ranking, k: int) -> Ranking:
+        """The :class:`~cartograph.index.discover.Reranker` step: zero-shot + learned, bounded."""
+        vector = ctx.whole_vector()
+        with self._lock:
+            self._remember(ctx.query.text, vector)
+            if not self._learner.tasks:
+                return ranked
+            learned = self._learner.scores(vector, ctx.query.text)
+            where = self._index_positions(index)
+        by_position = {where[key]: bonus for key, bonus in learned.items() if key in where}
+        return blend(ranked, by_position, k, self.params.zero_shot_slots)
+
+    def _index_positions(self, index: ToolIndex) -> dict[ToolKey, int]:
+        """Only tools this index holds (verified, servable, allowed) can be promoted."""
+        if self._positions[0] != id(index.corpus):
+            self._positions = (id(index.corpus), positions(index.keys()))
+        return self._positions[1]
+
+    def _remember(self, task: str, vector: Vectors) -> None:
+        self._recent[task] = vector
+        self._recent.move_to_end(task)
+        while len(self._recent) > _RECENT_VECTORS:
+            self._recent.popitem(last=False)
+
+    # -- recording -----------------------------------------------------------------
+
+    async def record_discover(self, session: str, task: str, tools: Sequence[ToolKey]) -> None:
+        """Log one discover and make it the session's current task."""
+        with self._lock:
+            vector = self._recent.get(task)
+        if vector is None:  # ranked without the reranker (or long ago): embed once more
+            vector = await anyio.to_thread.run_sync(lambda: self.embedder.embed([task])[0])
+        now = self._clock()
+        record = TaskRecord(
+            catalog=self.catalog,
+            session=session,
+            task=task,
+            model=self.embedder.model_id,
+            vector=np.asarray(vector, dtype=np.float32),
+            surfaced=tuple(SurfacedTool(s, t, self._digest(s, t)) for s, t in tools),
+            created=now,
+        )
+        task_id = await anyio.to_thread.run_sync(self.store.add_task, record)
+        with self._lock:
+            self._sessions[session] = _OpenTask(task_id, task, record.vector, now)
+            self._sessions.move_to_end(session)
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+            self._added += 1
+            prune = self._added % PRUNE_EVERY == 0
+        if prune:
+            await anyio.to_thread.run_sync(self._reload, self._digests)
+
+    async def record_call(self, session: str, server: str, tool: str, outcome: str) -> None:
+        """Log a call of the session's current task; a success becomes evidence."""
+        now = self._clock()
+        with self._lock:
+            open_task = self._sessions.get(session)
+            if open_task is None or now - open_task.opened > self.config.attribution_window:
+                return  # no discover to attribute it to
+            digest = self._digest(server, tool)
+        record = CallRecord(open_task.task_id, server, tool, digest, outcome, now)
+        await anyio.to_thread.run_sync(self.store.add_call, record)
+        if outcome != OK or not digest:
+            return
+        with self._lock:
+            key = (server, tool)
+            if key not in open_task.counted:
+                open_task.counted.add(key)
+                self._learner.add(open_task.task_id, open_task.vector, open_task.task, key)
+
+    def _digest(self, server: str, tool: str) -> str:
+        return self._digests.get(server, {}).get(tool, "")
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {"catalog": self.catalog, "tasks_in_memory": self._learner.tasks}
+
+
+def card_digests(cards: VerifiedCards) -> Digests:
+    """server → tool → fingerprint of its verified card entry: the key of its evidence."""
+    return {
+        server: {tool.name: fingerprint(tool) for tool in cards[server].body.tools}
+        for server in cards
+    }

@@ -1,0 +1,256 @@
+"""What past use says about a new task, and how that re-orders the zero-shot ranking.
+
+Two signals, both built only from tasks whose calls succeeded:
+
+* **Votes from similar tasks.** The new task's vector is compared with every
+  logged task's (one matrix-vector product); the ``neighbours`` most similar
+  tasks above ``min_similarity`` vote for the tools that served them, each
+  weighted by how far above the threshold it is. A tool's vote is its
+  weighted share, damped when there is less than one unit of evidence, so one
+  lukewarm neighbour cannot outvote the ranker.
+* **A learned text field per tool**: the words of the tasks each tool served,
+  scored with BM25 against the new task. It catches a recurring word (a
+  product name, a file type) that the tool's card never mentions.
+
+:func:`blend` adds these to the zero-shot scores (scaled by the query's best)
+and enforces the bounds that make learning safe to leave on: only tools the
+index holds (verified, servable) can be promoted, and the zero-shot ranker's
+best ``zero_shot_slots`` always stay in the top k.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from cartograph.config.model import LearningConfig
+from cartograph.index.embedders.base import Vectors
+from cartograph.index.rankers.base import Ranking
+from cartograph.index.text import tokenize
+from cartograph.learning.store import Evidence, ToolKey
+
+_BM25_K1: Final = 1.2
+_BM25_B: Final = 0.75
+
+
+@dataclass(frozen=True)
+class LearningParams:
+    """The learned signals' weights and the bounds (defaults: :class:`LearningConfig`'s)."""
+
+    neighbours: int = 10
+    min_similarity: float = 0.6
+    vote_weight: float = 1.0
+    text_weight: float = 0.3
+    zero_shot_slots: int = 2
+    capacity: int = 10_000
+
+    @classmethod
+    def from_config(cls, config: LearningConfig) -> LearningParams:
+        return cls(
+            neighbours=config.neighbours,
+            min_similarity=config.min_similarity,
+            vote_weight=config.vote_weight,
+            text_weight=config.text_weight,
+            zero_shot_slots=config.zero_shot_slots,
+            capacity=config.max_tasks,
+        )
+
+
+class Learner:
+    """Evidence of one catalog in memory: task vectors, the tools that served them, their words.
+
+    Not thread-safe on its own; :class:`~cartograph.learning.catalog.CatalogLearning`
+    holds a lock around it.
+    """
+
+    def __init__(self, dim: int, params: LearningParams | None = None) -> None:
+        self.params = params or LearningParams()
+        self.dim = dim
+        self._vectors = np.zeros((min(64, self.params.capacity), dim), dtype=np.float32)
+        self._rows: list[_Row] = []
+        self._row_of: dict[int, int] = {}
+        self._text = _TextField()
+
+    @property
+    def tasks(self) -> int:
+        return len(self._rows)
+
+    def load(self, evidence: Iterable[Evidence]) -> None:
+        for item in evidence:
+            for tool in item.tools:
+                self.add(item.task_id, item.vector, item.task, tool)
+
+    def add(self, task_id: int, vector: Vectors, task: str, tool: ToolKey) -> bool:
+        """Record that ``tool`` served task ``task_id``; False if that was already known."""
+        row = self._row_of.get(task_id)
+        if row is None:
+            row = self._append(task_id, vector, task)
+        entry = self._rows[row]
+        if tool in entry.tools:
+            return False
+        entry.tools.add(tool)
+        self._text.add(tool, entry.tokens)
+        return True
+
+    def drop_tool(self, tool: ToolKey) -> None:
+        """Forget everything ``tool`` earned (its card changed)."""
+        for entry in self._rows:
+            entry.tools.discard(tool)
+        self._text.drop(tool)
+
+    def scores(self, vector: Vectors, task: str) -> dict[ToolKey, float]:
+        """Each tool's learned bonus for a new task (votes plus text field, weighted)."""
+        p = self.params
+        out: dict[ToolKey, float] = {}
+        if not self._rows:
+            return out
+        if p.vote_weight > 0.0:
+            for tool, vote in self._votes(vector).items():
+                out[tool] = p.vote_weight * vote
+        if p.text_weight > 0.0:
+            for tool, score in self._text.scores(tokenize(task)).items():
+                out[tool] = out.get(tool, 0.0) + p.text_weight * score
+        return out
+
+    def _votes(self, vector: Vectors) -> dict[ToolKey, float]:
+        p = self.params
+        n = len(self._rows)
+        sims = self._vectors[:n] @ vector.astype(np.float32, copy=False)
+        if n > p.neighbours:
+            nearest = np.argpartition(-sims, p.neighbours - 1)[: p.neighbours]
+        else:
+            nearest = np.arange(n)
+        span = max(1.0 - p.min_similarity, 1e-6)
+        votes: dict[ToolKey, float] = {}
+        total = 0.0
+        for row in nearest:
+            weight = (float(sims[row]) - p.min_similarity) / span
+            if weight <= 0.0:
+                continue
+            total += weight
+            for tool in self._rows[row].tools:
+                votes[tool] = votes.get(tool, 0.0) + weight
+        # A share of the weighted evidence, damped below one unit of it.
+        scale = max(total, 1.0)
+        return {tool: vote / scale for tool, vote in votes.items()}
+
+    def _append(self, task_id: int, vector: Vectors, task: str) -> int:
+        if len(self._rows) >= self.params.capacity:
+            self._evict(max(1, self.params.capacity // 10))
+        n = len(self._rows)
+        if n == self._vectors.shape[0]:
+            grown = np.zeros((min(2 * n, self.params.capacity), self.dim), dtype=np.float32)
+            grown[:n] = self._vectors
+            self._vectors = grown
+        self._vectors[n] = vector
+        self._rows.append(_Row(task_id, set(), tuple(sorted(set(tokenize(task))))))
+        self._row_of[task_id] = n
+        return n
+
+    def _evict(self, count: int) -> None:
+        """Drop the ``count`` oldest tasks (the store's retention bounds the log the same way)."""
+        for entry in self._rows[:count]:
+            for tool in entry.tools:
+                self._text.remove(tool, entry.tokens)
+        self._rows = self._rows[count:]
+        n = len(self._rows)
+        self._vectors[:n] = self._vectors[count : count + n]
+        self._row_of = {entry.task_id: i for i, entry in enumerate(self._rows)}
+
+
+@dataclass
+class _Row:
+    task_id: int
+    tools: set[ToolKey]
+    tokens: tuple[str, ...]
+
+
+class _TextField:
+    """BM25 over one document per tool: the words of the tasks it served (incremental)."""
+
+    def __init__(self) -> None:
+        self._postings: dict[str, Counter[ToolKey]] = {}
+        self._length: Counter[ToolKey] = Counter()
+
+    def add(self, tool: ToolKey, tokens: Sequence[str]) -> None:
+        for token in tokens:
+            self._postings.setdefault(token, Counter())[tool] += 1
+        self._length[tool] += len(tokens)
+
+    def remove(self, tool: ToolKey, tokens: Sequence[str]) -> None:
+        for token in tokens:
+            posting = self._postings.get(token)
+            if posting is None:
+                continue
+            posting[tool] -= 1
+            if posting[tool] <= 0:
+                del posting[tool]
+            if not posting:
+                del self._postings[token]
+        self._length[tool] -= len(tokens)
+        if self._length[tool] <= 0:
+            del self._length[tool]
+
+    def drop(self, tool: ToolKey) -> None:
+        for token in [t for t, posting in self._postings.items() if tool in posting]:
+            del self._postings[token][tool]
+            if not self._postings[token]:
+                del self._postings[token]
+        self._length.pop(tool, None)
+
+    def scores(self, tokens: Iterable[str]) -> dict[ToolKey, float]:
+        """BM25 of the query against every tool's document, scaled to the best (0..1]."""
+        docs = len(self._length)
+        if not docs:
+            return {}
+        average = sum(self._length.values()) / docs
+        out: dict[ToolKey, float] = {}
+        for token in set(tokens):
+            posting = self._postings.get(token)
+            if not posting:
+                continue
+            idf = math.log(1.0 + (docs - len(posting) + 0.5) / (len(posting) + 0.5))
+            for tool, tf in posting.items():
+                norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * self._length[tool] / average)
+                out[tool] = out.get(tool, 0.0) + idf * tf * (_BM25_K1 + 1.0) / (tf + norm)
+        best = max(out.values(), default=0.0)
+        return {tool: s / best for tool, s in out.items()} if best > 0.0 else {}
+
+
+def blend(ranked: Ranking, learned: Mapping[int, float], k: int, slots: int) -> Ranking:
+    """Zero-shot scores (scaled by the best) plus learned bonuses, under the bounds.
+
+    ``learned`` is keyed by index position, so only tools the index holds
+    (verified and servable) can appear. The zero-shot ranker's best
+    ``min(slots, k)`` tools always stay in the first ``k``: when learning
+    would push them out, they take the last places of the top k instead of
+    the weakest promoted tools. With nothing learned the ranking is returned
+    unchanged. The result is as long as ``ranked``.
+    """
+    if not learned or not ranked:
+        return ranked
+    best = ranked[0][1] if ranked[0][1] > 0.0 else 1.0
+    combined = {pos: max(score, 0.0) / best for pos, score in ranked}
+    for pos, bonus in learned.items():
+        combined[pos] = combined.get(pos, 0.0) + bonus
+    zero_shot = {pos: i for i, (pos, _) in enumerate(ranked)}
+
+    def key(p: int) -> tuple[float, int, int]:
+        return (-combined[p], zero_shot.get(p, len(ranked)), p)
+
+    reserved = [pos for pos, _ in ranked[: min(slots, k)]]
+    kept = set(reserved)
+    others = [p for p in sorted(combined, key=key) if p not in kept]
+    free = k - len(reserved)
+    head = sorted(reserved + others[:free], key=key)
+    return [(p, combined[p]) for p in head + others[free:]][: len(ranked)]
+
+
+def positions(keys: Sequence[ToolKey]) -> dict[ToolKey, int]:
+    """Index position of every key: how learned scores become a ranking's positions."""
+    return {key: i for i, key in enumerate(keys)}
