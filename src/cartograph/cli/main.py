@@ -25,6 +25,7 @@ COMMAND_MODULES: Final[tuple[str, ...]] = (
     "demo",
     "federation",
     "http_client",
+    "learning",
     "retrieval",
     "rift",
     "serve",

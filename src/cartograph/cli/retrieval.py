@@ -188,13 +188,38 @@ def eval_command(
     failures: Annotated[
         bool, typer.Option("--failures", help="List per-query failures (best ranker).")
     ] = False,
+    learning: Annotated[
+        bool,
+        typer.Option("--learning", help="Prequential replay with learning from use instead."),
+    ] = False,
+    feedback: Annotated[
+        str, typer.Option("--feedback", help="--learning: surfaced, oracle or both.")
+    ] = "both",
+    noise: Annotated[
+        float, typer.Option("--noise", help="--learning: share of wrong successful calls.")
+    ] = 0.2,
+    seed: Annotated[int, typer.Option("--seed", help="--learning: replay order seed.")] = 0,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="--learning: a seeded sample of N queries.")
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Every ranker over template cards (and raw text, and --cards) with 95 % intervals."""
+    """Every ranker over template cards (and raw text, and --cards) with 95 % intervals.
+
+    With --learning: the queries replayed in a seeded order, each ranked with
+    only the (simulated) feedback of earlier ones; zero-shot beside it.
+    """
     from cartograph.eval.run import run_eval
 
     if catalog is None:
         raise ConfigError("eval needs --catalog catalog.json", code="eval_needs_catalog")
+    if learning:
+        from cartograph.cli.learning import eval_learning
+
+        eval_learning(
+            catalog, queries, method, embedder, feedback, noise, seed, limit, json_out=json_out
+        )
+        return
     with stderr.status("evaluating…") as status:
         report = run_eval(
             catalog,

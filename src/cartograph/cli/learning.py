@@ -1,0 +1,219 @@
+"""``cartograph learning status | forget | export``: the usage log, for its operator.
+
+The log lives in the config's state directory (``usage.sqlite3``); these
+commands open it directly (no servers are contacted). ``forget`` is how an
+operator honours a deletion request or starts learning afresh.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cartograph.cli.app import ConfigOption, JsonOption, app, load_config_or_defaults
+from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.errors import ConfigError
+
+learning_app = typer.Typer(
+    help="The usage log that discover learns from: status, forget, export.",
+    no_args_is_help=True,
+)
+app.add_typer(learning_app, name="learning")
+
+CatalogNameOption = Annotated[
+    str | None, typer.Option("--catalog", help="Only this catalog (default: all).")
+]
+
+
+def _store(config_path: Path | None) -> Any:
+    from cartograph.learning import SqliteUsageStore, usage_log_path
+
+    config = load_config_or_defaults(config_path)
+    return SqliteUsageStore(usage_log_path(config.state_dir)), config
+
+
+@learning_app.command("status")
+def status(config: ConfigOption = None, json_out: JsonOption = False) -> None:
+    """Where the log is, how much it holds, call outcomes per kind, retention."""
+    store, cfg = _store(config)
+    try:
+        report = store.status()
+    finally:
+        store.close()
+    data = {
+        "enabled": cfg.learning.enabled,
+        "location": report.location,
+        "schema_version": report.schema_version,
+        "tasks": report.tasks,
+        "calls": report.calls,
+        "outcomes": report.outcomes,
+        "catalogs": report.catalogs,
+        "oldest": _iso(report.oldest),
+        "newest": _iso(report.newest),
+        "size_bytes": report.size_bytes,
+        "retention": {
+            "max_tasks": cfg.learning.max_tasks,
+            "max_age_days": cfg.learning.max_age_days,
+        },
+    }
+    if json_out:
+        print_json(data)
+        return
+    rows = [
+        ("enabled", data["enabled"]),
+        ("location", data["location"]),
+        ("schema", data["schema_version"]),
+        ("tasks", data["tasks"]),
+        ("calls", ", ".join(f"{k} {v}" for k, v in report.outcomes.items()) or "0"),
+        ("catalogs", ", ".join(f"{k} {v}" for k, v in report.catalogs.items()) or "-"),
+        ("span", f"{data['oldest'] or '-'} … {data['newest'] or '-'}"),
+        ("size", f"{report.size_bytes:,} bytes"),
+        ("retention", f"{cfg.learning.max_tasks:,} tasks, {cfg.learning.max_age_days:g} days"),
+    ]
+    print_table("learning", ["", "value"], rows)
+
+
+@learning_app.command("forget")
+def forget(
+    before: Annotated[
+        str | None,
+        typer.Option(
+            "--before", help="Only tasks logged before this date (YYYY-MM-DD or ISO 8601, UTC)."
+        ),
+    ] = None,
+    catalog: CatalogNameOption = None,
+    config: ConfigOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Delete logged tasks and their calls (all of them unless --before/--catalog)."""
+    cutoff = parse_date(before) if before is not None else None
+    store, _cfg = _store(config)
+    try:
+        deleted = store.forget(before=cutoff, catalog=catalog)
+    finally:
+        store.close()
+    if json_out:
+        print_json({"deleted_tasks": deleted})
+        return
+    stderr.print(f"forgot {deleted} task(s); a running proxy reloads at its next prune")
+
+
+@learning_app.command("export")
+def export(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write JSON lines here (default: stdout).")
+    ] = None,
+    catalog: CatalogNameOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Every logged task as one JSON line: task, tools surfaced, calls and outcomes."""
+    import json
+
+    store, _cfg = _store(config)
+    try:
+        rows = store.export(catalog=catalog)
+        lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        if out is None:
+            for line in lines:
+                stdout.file.write(line)
+            return
+        from cartograph.fsutil import atomic_write_text
+
+        atomic_write_text(out, "".join(lines), mode=0o600)
+    finally:
+        store.close()
+
+
+def parse_date(text: str) -> float:
+    """``YYYY-MM-DD`` or ISO 8601 (naive means UTC) as Unix seconds."""
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"--before {text!r} is not a date; use YYYY-MM-DD or ISO 8601, e.g. 2026-01-31",
+            code="bad_date",
+        ) from exc
+    if parsed.tzinfo is not None:
+        return parsed.timestamp()
+    return float(calendar.timegm(parsed.timetuple())) + parsed.microsecond / 1e6
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def eval_learning(
+    catalog: Path,
+    queries: Path,
+    method: str | None,
+    embedder: str | None,
+    feedback: str,
+    noise: float,
+    seed: int,
+    limit: int | None,
+    *,
+    json_out: bool,
+) -> None:
+    """``cartograph eval --learning``: the prequential table and the learning curve."""
+    from cartograph.eval.learning import MODES, run_learning_eval
+
+    modes = MODES if feedback == "both" else tuple(m for m in MODES if m == feedback)
+    if not modes:
+        raise ConfigError(
+            f"--feedback must be surfaced, oracle or both, not {feedback!r}", code="bad_feedback"
+        )
+    with stderr.status("replaying…") as spinner:
+        report = run_learning_eval(
+            catalog,
+            queries,
+            method=method,
+            embedder=embedder,
+            modes=modes,
+            noise=noise,
+            seed=seed,
+            limit=limit,
+            progress=lambda done, total: spinner.update(f"zero-shot pass {done}/{total}…"),
+        )
+    if json_out:
+        print_json(report.model_dump())
+        return
+    _print_learning(report.model_dump())
+
+
+def _print_learning(report: dict[str, Any]) -> None:
+    from cartograph.eval.metrics import METRIC_NAMES
+
+    title = (
+        f"prequential, {report['queries']} queries, {report['tools']} tools, "
+        f"{report['embedder']}, {report['method']}, seed {report['seed']}, "
+        f"noise {report['noise']:.0%}"
+    )
+    rows = [
+        [arm, *(f"{m['mean']:.3f} [{m['low']:.2f},{m['high']:.2f}]" for m in _cells(row))]
+        for arm, row in report["rows"].items()
+    ]
+    print_table(title, ["ranking", *METRIC_NAMES], rows)
+    arms = list(report["rows"])
+    names = ("R@5", "Hit@5", "MRR")
+    columns = ["tasks logged", *(f"{arm} {name}" for arm in arms for name in names)]
+    curve = [
+        [
+            f"{p['logged_from']}–{p['logged_to']}",
+            *(f"{p['metrics'][arm][name]:.3f}" for arm in arms for name in names),
+        ]
+        for p in report["curve"]
+    ]
+    print_table("learning curve (mean per window of the replay)", columns, curve)
+
+
+def _cells(row: dict[str, Any]) -> list[dict[str, float]]:
+    from cartograph.eval.metrics import METRIC_NAMES
+
+    return [row[name] for name in METRIC_NAMES]
