@@ -297,7 +297,6 @@ class ProxyHandlers:
             )
         )
 
-
     async def _learn(self, record: _Pending, result: CallToolResult, session: str) -> None:
         """Tell learning what the session asked for and which calls then served it."""
         learning = self.runtime.learning
