@@ -119,7 +119,7 @@ async def test_evidence_is_dropped_when_the_tools_card_entry_changes(
     await use(
         learner, index, cards, TASK, ("weather", "get_alerts", "ok"), ("files", "read_file", "ok")
     )
-    promoted = tools(index, cards, SIMILAR, learner)
+    promoted = tools(index, cards, SIMILAR, learner, k=6)  # k=6: the whole catalog
     learner.close()
 
     changed = small_catalog().model_dump(by_alias=True)
@@ -130,8 +130,8 @@ async def test_evidence_is_dropped_when_the_tools_card_entry_changes(
     await restarted.sync(new_cards)
     (evidence,) = restarted.store.evidence("default", FakeEmbedder().model_id, limit=10)
     assert evidence.tools == (("files", "read_file"),)  # get_alerts' evidence is gone
-    zero_shot = tools(new_index, new_cards, SIMILAR, None)
-    after = tools(new_index, new_cards, SIMILAR, restarted)
+    zero_shot = tools(new_index, new_cards, SIMILAR, None, k=6)
+    after = tools(new_index, new_cards, SIMILAR, restarted, k=6)
     assert after.index("weather/get_alerts") == zero_shot.index("weather/get_alerts")
     assert promoted.index("weather/get_alerts") < after.index("weather/get_alerts")
     restarted.close()
