@@ -15,9 +15,10 @@ DEFAULT_THETA_SIM: Final = 0.65
 DEFAULT_HIGH_MARGIN: Final = -0.05
 """HIGH: some member's own task probe already prefers a rival by at least 0.05
 (or the two cards are identical) — retrieval picks the wrong tool on a task
-built for the right one. Chosen by leave-one-set-out cross-validation over the
+built for the right one. Picked by 3 of 4 leave-one-set-out folds over the
 demo, LiveMCPBench, MetaTool and hostile-publisher sets (docs/rift.md,
-"Validation"); the paper's 0.10 is ``--paper``."""
+"Validation": re-check it when card text changes); the paper's 0.10 is
+``--paper``."""
 DEFAULT_MEDIUM_MARGIN: Final = 0.30
 """MEDIUM below 0.30: at 0.20 a third of MetaTool's (training data) observed
 confusions sat in LOW clusters; at 0.30 none did."""
