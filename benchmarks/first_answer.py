@@ -17,7 +17,9 @@ It also times ``cartograph discover TASK`` (the CLI end to end), ``cartograph
 ``--src NAME=PATH`` (repeatable) runs the same measurements against another
 checkout's ``src`` folder (e.g. ``git worktree add /tmp/old main~5``), with
 runs interleaved, so before and after share the machine's load. Without it,
-the checkout this script lives in is measured as ``this``.
+the checkout this script lives in is measured as ``this``. ``--state NAME=DIR``
+gives that checkout's ``serve`` its own state directory (keys and cards it
+bootstrapped itself: card formats differ between versions).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -38,6 +41,7 @@ from mcp.client.stdio import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "what time is it in Tokyo"
+SETTLE_S = 3.0
 
 
 def child_env(src: Path) -> dict[str, str]:
@@ -88,6 +92,12 @@ def tokens(result: Any) -> float:
 
 def timed_cli(src: Path, args: list[str]) -> float:
     """Milliseconds for ``python -m cartograph.cli.main ARGS`` to exit (must exit 0)."""
+    return timed_cli_cpu(src, args)[0]
+
+
+def timed_cli_cpu(src: Path, args: list[str]) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one CLI run; CPU (user + system) barely depends on machine load."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "cartograph.cli.main", *args],
@@ -98,17 +108,23 @@ def timed_cli(src: Path, args: list[str]) -> float:
         check=False,
     )
     elapsed = (time.perf_counter() - start) * 1e3
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(f"{args} exited {done.returncode}: {done.stderr.decode()[-400:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
+    return elapsed, cpu
 
 
 def measure_once(src: Path, config: Path, state_dir: Path | None) -> dict[str, float]:
     sample = anyio.run(first_discover, src, config, state_dir)
-    state = ["--state-dir", str(state_dir)] if state_dir is not None else []
-    sample["cli_discover_ms"] = timed_cli(src, ["discover", TASK, "--config", str(config), *state])
-    sample["help_ms"] = timed_cli(src, ["--help"])
-    sample["version_ms"] = timed_cli(src, ["version"])
+    time.sleep(SETTLE_S)  # let the proxy's upstream children finish exiting
+    # `discover` reads the config's state directory (older checkouts listed live servers).
+    for key, args in (
+        ("cli_discover", ["discover", TASK, "--config", str(config)]),
+        ("help", ["--help"]),
+        ("version", ["version"]),
+    ):
+        sample[f"{key}_ms"], sample[f"{key}_cpu_ms"] = timed_cli_cpu(src, args)
     return sample
 
 
@@ -124,14 +140,14 @@ def summarise(samples: list[dict[str, float]]) -> dict[str, Any]:
 
 
 def run(
-    sources: dict[str, Path], config: Path, state_dir: Path | None, runs: int
+    sources: dict[str, Path], config: Path, states: dict[str, Path | None], runs: int
 ) -> dict[str, Any]:
-    for src in sources.values():
-        measure_once(src, config, state_dir)  # warm: embedding cache, OS page cache
+    for name, src in sources.items():
+        measure_once(src, config, states.get(name))  # warm: caches, index, OS page cache
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in sources}
     for _ in range(runs):
         for name, src in sources.items():  # interleaved: both see the same load
-            samples[name].append(measure_once(src, config, state_dir))
+            samples[name].append(measure_once(src, config, states.get(name)))
     return {
         "config": str(config),
         "runs": runs,
@@ -168,12 +184,22 @@ def sources_from(specs: list[str]) -> dict[str, Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--config", type=Path, default=ROOT / "demo" / "cartograph.toml")
-    parser.add_argument("--state-dir", type=Path)
+    parser.add_argument("--state-dir", type=Path, help="serve's state dir for this checkout")
+    parser.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        help="NAME=DIR: serve's state dir for --src NAME (its own keys and cards)",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     options = parser.parse_args()
-    report = run(sources_from(options.src), options.config, options.state_dir, options.runs)
+    states: dict[str, Path | None] = {"this": options.state_dir}
+    for spec in options.state:
+        name, _, path = spec.partition("=")
+        states[name] = Path(path).resolve()
+    report = run(sources_from(options.src), options.config, states, options.runs)
     print(json.dumps(report, indent=2) if options.json else markdown(report))
     return 0
 
