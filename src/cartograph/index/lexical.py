@@ -29,10 +29,14 @@ _EMPTY_DOC: Final = "\x00"
 class FieldIndex:
     """BM25 over one field of every document (one row per document)."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
-        self._size = len(texts)
+    def __init__(
+        self, texts: Sequence[str] = (), *, tokens: Sequence[Sequence[str]] | None = None
+    ) -> None:
+        """Index ``texts``, or documents already tokenized (``tokens``, one list per row)."""
+        documents = tokens if tokens is not None else [tokenize(t) for t in texts]
+        self._size = len(documents)
         self._bm25 = bm25s.BM25(k1=BM25_K1, b=BM25_B)
-        corpus = [tokenize(t) or [_EMPTY_DOC] for t in texts]
+        corpus = [list(d) or [_EMPTY_DOC] for d in documents]
         if corpus:
             self._bm25.index(corpus, show_progress=False)
 
@@ -52,19 +56,22 @@ class JaccardIndex:
     in one ``bincount`` instead of a Python loop over documents.
     """
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(
+        self, texts: Sequence[str] = (), *, tokens: Sequence[Sequence[str]] | None = None
+    ) -> None:
+        documents = tokens if tokens is not None else [tokenize(t) for t in texts]
         vocabulary: dict[str, int] = {}
-        tokens: list[int] = []
-        sizes = np.zeros(len(texts), dtype=np.int64)
-        for row, text in enumerate(texts):
-            ids = {vocabulary.setdefault(t, len(vocabulary)) for t in tokenize(text)}
-            tokens.extend(ids)
+        flat: list[int] = []
+        sizes = np.zeros(len(documents), dtype=np.int64)
+        for row, document in enumerate(documents):
+            ids = {vocabulary.setdefault(t, len(vocabulary)) for t in document}
+            flat.extend(ids)
             sizes[row] = len(ids)
-        token_ids = np.array(tokens, dtype=np.int64)
+        token_ids = np.array(flat, dtype=np.int64)
         order = np.argsort(token_ids, kind="stable")
         self._vocabulary = vocabulary
         self._sizes = sizes
-        self._documents = np.repeat(np.arange(len(texts), dtype=np.int32), sizes)[order]
+        self._documents = np.repeat(np.arange(len(documents), dtype=np.int32), sizes)[order]
         counts = np.bincount(token_ids, minlength=len(vocabulary))
         self._starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 

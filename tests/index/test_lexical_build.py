@@ -1,0 +1,40 @@
+"""The lexical build tokenizes each card field once; joined fields reuse the parts' tokens.
+
+That is only sound if tokens never span the space that joins two fields, which
+these tests pin, and if the result is the index built from the joined texts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cartograph.cards.attest import attest_in_memory
+from cartograph.index.entries import entries_from_cards
+from cartograph.index.lexical import FieldIndex, JaccardIndex
+from cartograph.index.text import tokenize
+from tests.cards.conftest import small_catalog
+
+_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=60)
+_IDENTIFIERS = st.from_regex(r"[A-Za-z][A-Za-z0-9_\-./:]{0,50}", fullmatch=True)
+
+
+@settings(max_examples=500, deadline=None)
+@given(first=_TEXT | _IDENTIFIERS, second=_TEXT | _IDENTIFIERS)
+def test_tokens_of_two_fields_joined_by_a_space_are_the_fields_tokens_in_order(
+    first: str, second: str
+) -> None:
+    assert tokenize(f"{first} {second}") == tokenize(first) + tokenize(second)
+
+
+def test_indexes_built_from_part_tokens_score_as_those_built_from_joined_text() -> None:
+    entries = entries_from_cards(attest_in_memory(small_catalog()))
+    joined = [f"{e.name} {e.description} {e.arguments}" for e in entries]
+    parts = [tokenize(e.name) + tokenize(e.description) + tokenize(e.arguments) for e in entries]
+    query = tokenize("read the file contents and write a report")
+
+    assert np.array_equal(FieldIndex(tokens=parts).scores(query), FieldIndex(joined).scores(query))
+    assert np.array_equal(
+        JaccardIndex(tokens=parts).scores(query), JaccardIndex(joined).scores(query)
+    )
