@@ -171,17 +171,19 @@ def measure(scale: str, state_dir: Path, queries: int, methods: list[str]) -> di
 
 
 def _time_discover(index: Any, cards: Any, tasks: list[str], method: str) -> dict[str, float]:
-    """``method`` may end in ``+pooled``: step vectors pooled from one model run."""
+    """``method`` may end in ``+pooled`` (step vectors pooled from one model run) or
+    ``+learning`` (learning from use on, its log full: :data:`LEARNED_TASKS` tasks)."""
     from cartograph.index.discover import discover
 
     method, _, variant = method.partition("+")
     index.pooled_steps = variant == "pooled"
+    reranker = _full_learning(index, cards) if variant == "learning" else None
     for task in tasks[:3]:
-        discover(index, cards, task, k=5, method=method)
+        discover(index, cards, task, k=5, method=method, reranker=reranker)
     times, cpu = [], []
     for task in tasks:
         start, start_cpu = time.perf_counter(), time.process_time()
-        discover(index, cards, task, k=5, method=method)
+        discover(index, cards, task, k=5, method=method, reranker=reranker)
         times.append((time.perf_counter() - start) * 1000)
         cpu.append((time.process_time() - start_cpu) * 1000)
     times.sort()
@@ -194,6 +196,42 @@ def _time_discover(index: Any, cards: Any, tasks: list[str], method: str) -> dic
         "cpu_p50_ms": round(statistics.median(cpu), 2),
         **_embedding_ms(index, tasks, method),
     }
+
+
+LEARNED_TASKS = 10_000
+"""The default ``[learning] max_tasks``: the most evidence a catalog holds in memory."""
+
+
+def _full_learning(index: Any, cards: Any) -> Any:
+    """A catalog's learning with a full log: every logged task a near-copy of a tool's vector
+    (so neighbours are found and vote), served by that tool and two others."""
+    import anyio
+
+    from cartograph.config.model import LearningConfig
+    from cartograph.learning.catalog import CatalogLearning, card_digests
+    from cartograph.learning.sqlite import SqliteUsageStore
+    from cartograph.learning.store import CallRecord, TaskRecord
+
+    rng = np.random.default_rng(0)
+    keys, vectors = index.keys(), index.corpus.tool_vectors
+    digests = card_digests(cards)
+    store = SqliteUsageStore(Path(tempfile.mkdtemp(prefix="cartograph-learn-")) / "usage.sqlite3")
+    model = index.corpus.embedder.model_id
+    for number in range(LEARNED_TASKS):
+        picks = rng.choice(len(keys), size=3, replace=False)
+        vector = vectors[picks[0]] + rng.normal(0.0, 0.02, vectors.shape[1]).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        task_id = store.add_task(
+            TaskRecord("bench", "s", f"task {number}", model, vector, (), float(time.time()))
+        )
+        for pick in picks:
+            server, tool = keys[pick]
+            store.add_call(CallRecord(task_id, server, tool, digests[server][tool], "ok", 0.0))
+    learning = CatalogLearning(
+        store, catalog="bench", embedder=index.corpus.embedder, config=LearningConfig()
+    )
+    anyio.run(learning.sync, cards)
+    return learning
 
 
 def _embedding_ms(index: Any, tasks: list[str], method: str) -> dict[str, float]:

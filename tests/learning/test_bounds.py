@@ -203,3 +203,9 @@ def test_blend_keeps_the_reserved_slots_whatever_the_bonus(k: int) -> None:
 def test_blend_without_evidence_is_the_zero_shot_ranking() -> None:
     ranked = [(3, 2.0), (1, 1.5), (0, 0.2)]
     assert blend(ranked, {}, 2, slots=2) is ranked
+
+
+def test_the_learner_defaults_are_the_configs() -> None:
+    from cartograph.learning.learner import LearningParams
+
+    assert LearningParams() == LearningParams.from_config(LearningConfig())
