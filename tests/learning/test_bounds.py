@@ -209,3 +209,17 @@ def test_the_learner_defaults_are_the_configs() -> None:
     from cartograph.learning.learner import LearningParams
 
     assert LearningParams() == LearningParams.from_config(LearningConfig())
+
+
+def test_the_learner_holds_at_most_its_capacity_and_forgets_the_oldest_first() -> None:
+    import numpy as np
+
+    from cartograph.learning.learner import Learner, LearningParams
+
+    learner = Learner(4, LearningParams(capacity=10, text_weight=1.0, vote_weight=0.0))
+    for number in range(25):
+        vector = np.eye(4, dtype=np.float32)[number % 4]
+        learner.add(number, vector, f"word{number}", ("s", f"t{number}"))
+    assert learner.tasks <= 10
+    assert learner.scores(np.eye(4, dtype=np.float32)[0], "word0") == {}  # evicted, words too
+    assert learner.scores(np.eye(4, dtype=np.float32)[0], "word24") == {("s", "t24"): 1.0}
