@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ class CatalogLearning:
         self._digests: Digests = {}
         self._sessions: OrderedDict[str, _OpenTask] = OrderedDict()
         self._recent: OrderedDict[str, Vectors] = OrderedDict()
-        self._positions: tuple[int, dict[ToolKey, int]] = (0, {})
+        self._positions: tuple[Callable[[], object], dict[ToolKey, int]] = (_gone, {})
         self._added = 0
         self._loaded = False
 
@@ -141,9 +142,12 @@ class CatalogLearning:
 
     def _index_positions(self, index: ToolIndex) -> dict[ToolKey, int]:
         """Only tools this index holds (verified, servable, allowed) can be promoted."""
-        if self._positions[0] != id(index.corpus):
-            self._positions = (id(index.corpus), positions(index.keys()))
-        return self._positions[1]
+        # A weak reference, not id(): a rebuilt index may reuse a freed corpus's id.
+        cached, where = self._positions
+        if cached() is not index.corpus:
+            where = positions(index.keys())
+            self._positions = (weakref.ref(index.corpus), where)
+        return where
 
     def _remember(self, task: str, vector: Vectors) -> None:
         self._recent[task] = vector
@@ -204,6 +208,10 @@ class CatalogLearning:
     def status(self) -> dict[str, Any]:
         with self._lock:
             return {"catalog": self.catalog, "tasks_in_memory": self._learner.tasks}
+
+
+def _gone() -> None:
+    return None
 
 
 def card_digests(cards: VerifiedCards) -> Digests:
