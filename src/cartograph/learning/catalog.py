@@ -93,6 +93,7 @@ class CatalogLearning:
         self._positions: tuple[Callable[[], object], dict[ToolKey, int]] = (_gone, {})
         self._added = 0
         self._loaded = False
+        self._cards: Callable[[], object] = _gone
 
     @property
     def retention(self) -> Retention:
@@ -102,7 +103,10 @@ class CatalogLearning:
 
     async def sync(self, cards: VerifiedCards) -> None:
         """Apply retention, drop evidence of changed cards, (re)load the learner when needed."""
+        if self._loaded and self._cards() is cards:
+            return  # same verified cards: same fingerprints (an index rebuild after drift)
         digests = await anyio.to_thread.run_sync(card_digests, cards)
+        self._cards = weakref.ref(cards)
         if self._loaded and digests == self._digests:
             return
         await anyio.to_thread.run_sync(self._reload, digests)
