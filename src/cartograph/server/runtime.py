@@ -298,7 +298,10 @@ class CatalogRuntime:
         finally:
             self.audit.close()
             if self.learning is not None:
-                self.learning.close()
+                # Closing checkpoints the WAL: file I/O, so off the event loop, and
+                # shielded so a cancelled shutdown still closes the log.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self.learning.close)
 
     # -- drift -----------------------------------------------------------------
 
