@@ -121,3 +121,14 @@ def test_eval_learning_refuses_bad_options_with_their_code(
     args = ["eval", "--learning", "--catalog", str(catalog), "--queries", str(queries)]
     result = run(*args, "--embedder", "fake", flag, value)
     assert getattr(result.exception, "code", None) == code
+
+
+def test_reading_commands_never_create_a_log(tmp_path: Path) -> None:
+    cfg = str(config(tmp_path))
+    status = json.loads(run("learning", "status", "--config", cfg, "--json").stdout)
+    assert status["tasks"] == 0 and status["schema_version"] == 0
+    assert json.loads(run("learning", "forget", "--config", cfg, "--json").stdout) == {
+        "deleted_tasks": 0
+    }
+    assert run("learning", "export", "--config", cfg).stdout == ""
+    assert not (tmp_path / "state").exists()

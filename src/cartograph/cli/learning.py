@@ -31,10 +31,37 @@ CatalogNameOption = Annotated[
 
 
 def _store(config_path: Path | None) -> Any:
+    """The log and the config; the log is None when no proxy has written one yet.
+
+    Reading commands never create it: `status` in a fresh folder should not
+    leave a state directory behind.
+    """
     from cartograph.learning import SqliteUsageStore, usage_log_path
 
     config = load_config_or_defaults(config_path)
-    return SqliteUsageStore(usage_log_path(config.state_dir)), config
+    path = usage_log_path(config.state_dir)
+    return (SqliteUsageStore(path) if path.exists() else _NoLog(path)), config
+
+
+class _NoLog:
+    """An absent log: empty, and nothing to forget or export."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def status(self) -> Any:
+        from cartograph.learning.store import UsageStatus
+
+        return UsageStatus(str(self.path), 0, 0, 0, {}, {}, None, None, 0)
+
+    def forget(self, **_: Any) -> int:
+        return 0
+
+    def export(self, **_: Any) -> list[dict[str, Any]]:
+        return []
+
+    def close(self) -> None:
+        return None
 
 
 @learning_app.command("status")
