@@ -83,7 +83,7 @@ async def test_an_sdk_client_discovers_and_calls_tools_on_four_real_servers(
             finally:
                 await agent.call(client, "memory", "delete_entities", {"entityNames": [entity]})
 
-            status = await agent.status(client)
+            status = await agent.status(client, detail=True)
             calls = {s["name"]: s["calls"] for s in status["servers"]}
             assert all(calls[s] for s in ("time", "filesystem", "everything", "memory")), calls
             assert json.dumps(status["totals"])  # JSON-safe, as an agent receives it

@@ -98,6 +98,9 @@ def write_manifest(store: CardStore, key: SigningKey, trust: TrustSet | None = N
             "version": proof.version,
             "key_id": proof.key_id,
         }
+    unchanged = _unchanged_manifest(store, key, trust, cards)
+    if unchanged is not None:
+        return unchanged  # a re-run signs nothing new: the files stay byte-identical
     version = _current_version(store) + 1
     body = {"type": MANIFEST_TYPE, "version": version, "cards": cards}
     body_bytes = canonical_bytes(body)
@@ -110,6 +113,22 @@ def write_manifest(store: CardStore, key: SigningKey, trust: TrustSet | None = N
         store.root / MANIFEST_FILE, canonical_bytes(document) + b"\n", mode=PRIVATE_FILE_MODE
     )
     return Manifest(version, sha256_hex(body_bytes), _entries(cards))
+
+
+def _unchanged_manifest(
+    store: CardStore, key: SigningKey, trust: TrustSet, cards: Mapping[str, Any]
+) -> Manifest | None:
+    """The manifest on disk when ``key`` signed it and it pins exactly ``cards``, else None."""
+    try:
+        existing = read_manifest(store, trust)
+        signer = loads_strict((store.root / MANIFEST_FILE).read_bytes())["signature"]["key_id"]
+    except (CardError, KeyError, TypeError, OSError):
+        return None
+    if signer != key.key_id:
+        return None
+    if existing is None or dict(existing.cards) != _entries(cards):
+        return None
+    return existing
 
 
 def _current_version(store: CardStore) -> int:
