@@ -38,8 +38,8 @@ from anyio.from_thread import start_blocking_portal
 from cartograph.catalog.model import Catalog
 from cartograph.catalog.snapshot import load_catalog, save_catalog
 from cartograph.config.loader import load_config
+from cartograph.demo.loopback import everything_over_http
 from cartograph.upstream.federation import load_catalog_for
-from cartograph.upstream.loopback import everything_over_http
 
 REPO: Final = Path(__file__).resolve().parent.parent
 DEMO: Final = REPO / "demo"

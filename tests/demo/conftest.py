@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from anyio.from_thread import start_blocking_portal
 
-from cartograph.upstream.loopback import (
+from cartograph.demo.loopback import (
     DEMO_HTTP_PORT_ENV,
     everything_available,
     everything_over_http,

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 
 from cartograph.demo import agent
-from cartograph.upstream.loopback import DEMO_HTTP_PORT_ENV
+from cartograph.demo.loopback import DEMO_HTTP_PORT_ENV
 from tests.demo.conftest import CONFIG
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.anyio]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cartograph.upstream.loopback import DEMO_HTTP_PORT_ENV
+from cartograph.demo.loopback import DEMO_HTTP_PORT_ENV
 from tests.demo.conftest import CLI, CONFIG, ROOT
 
 LAUNCHER = (

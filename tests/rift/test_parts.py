@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from cartograph.names import normalise_name
 from cartograph.rift.baselines import cosine_groups, jaccard_groups
 from cartograph.rift.diagnosis import MemberText, distinct_tokens, shared_tokens, suggest
 from cartograph.rift.model import ToolRef
-from cartograph.rift.names import name_confusables, normalise
+from cartograph.rift.names import name_confusables
 from cartograph.rift.queries import probe_for, probe_key, probe_ladder
 from cartograph.rift.tokens import Vocabulary, words
 
@@ -109,7 +110,7 @@ def test_case_and_separator_variants_collide_as_normalised() -> None:
 
 
 def test_nfkc_folds_fullwidth_names() -> None:
-    assert normalise("ｓｅｎｄ＿ｍａｉｌ") == normalise("send_mail")
+    assert normalise_name("ｓｅｎｄ＿ｍａｉｌ") == normalise_name("send_mail")
 
 
 def test_cyrillic_and_digit_lookalikes_are_reported() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from cartograph.config.loader import load_config
 from cartograph.config.model import ServerConfig, Transport
-from cartograph.upstream.loopback import everything_available, everything_over_http
+from cartograph.demo.loopback import everything_available, everything_over_http
 from cartograph.upstream.session import UpstreamSession
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]

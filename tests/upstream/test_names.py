@@ -6,20 +6,25 @@ import pytest
 
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
 from cartograph.errors import NameCollisionError
-from cartograph.upstream.names import (
-    NamedThing,
-    check_catalog_names,
-    check_names,
-    find_collision,
-    normalise_name,
-)
+from cartograph.names import NamedThing, check_names, find_collision, normalise_name
+from cartograph.upstream.names import check_catalog_names
 
 pytestmark = pytest.mark.promise("P-NAME-1")
 
 
 @pytest.mark.parametrize(
     "variant",
-    ["get_file", "get-file", "getFile", "GET FILE", "Get.File", "ｇｅｔ＿ｆｉｌｅ", "GETFILE"],
+    [
+        "get_file",
+        "get-file",
+        "getFile",
+        "GET FILE",
+        "Get.File",
+        "get/file",
+        "get:file",
+        "ｇｅｔ＿ｆｉｌｅ",
+        "GETFILE",
+    ],
 )
 def test_separators_case_and_width_do_not_make_a_name_different(variant: str) -> None:
     assert normalise_name(variant) == normalise_name("get_file")

@@ -25,9 +25,9 @@ from pydantic import BaseModel, ValidationError
 from cartograph.config._files import read_bounded
 from cartograph.config.expand import expand
 from cartograph.config.mcp_json import read_mcp_json, server_mapping, to_native
-from cartograph.config.model import PROXY_TOOL_NAMES, Config, ServerConfig, Transport
+from cartograph.config.model import Config, ServerConfig, Transport
 from cartograph.errors import ConfigError
-from cartograph.upstream.names import NamedThing, check_names, normalise_name
+from cartograph.names import PROXY_TOOL_NAMES, NamedThing, check_names, normalise_name
 
 MAX_CONFIG_BYTES: Final = 1024 * 1024
 """A config is a few KiB; anything past this is a mistake or an attack (P-REL-5)."""

@@ -40,7 +40,6 @@ DEFAULT_MAX_SESSIONS: Final = 256
 DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: Final = 32
 DEFAULT_MAX_UPSTREAM_SESSIONS: Final = 64
 DEFAULT_MAX_UPSTREAM_SESSIONS_PER_PRINCIPAL: Final = 16
-PROXY_TOOL_NAMES: Final = frozenset({"discover", "status", "call"})
 MAX_SECONDS: Final = 7 * 24 * 3600.0
 
 Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]

@@ -22,8 +22,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
+from cartograph.demo.loopback import DEMO_HTTP_PORT_ENV
 from cartograph.errors import DemoError
-from cartograph.upstream.loopback import DEMO_HTTP_PORT_ENV
 
 REQUEST_TIMEOUT: Final = 180.0
 """Per request: the first discover waits for the whole federation to connect."""

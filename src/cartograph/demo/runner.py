@@ -10,9 +10,9 @@ from typing import Any, Final
 
 from cartograph.cli.output import stderr
 from cartograph.demo import render
+from cartograph.demo.loopback import everything_available, everything_over_http
 from cartograph.demo.steps import DEMO_STEPS, DemoContext, load_demo_config
 from cartograph.fsutil import atomic_write_text
-from cartograph.upstream.loopback import everything_available, everything_over_http
 
 HTTP_PORT_FILE: Final = "demo-http.port"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from cartograph.catalog.model import Catalog
 from cartograph.index.entries import IndexEntry, without_example_values
-from cartograph.index.text import split_identifier
+from cartograph.names import split_identifier
 
 
 def raw_entries(catalog: Catalog) -> list[IndexEntry]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from cartograph.cards.generators.template import is_opaque
 from cartograph.cards.model import Card, ToolCard
-from cartograph.index.text import split_identifier
+from cartograph.names import split_identifier
 
 ToolKey = tuple[str, str]
 

@@ -15,10 +15,7 @@ import re
 from importlib.resources import files
 from typing import Final
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_SEPARATORS = re.compile(r"[_\-./:]+")
-_WORDS = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+from cartograph.names import cjk_bigrams, is_cjk, word_runs
 
 # Function words and request boilerplate ("please help me ..."): they carry no
 # evidence about which tool fits, only noise for BM25 and Jaccard.
@@ -49,11 +46,6 @@ _MAX_WORD: Final = 30
 _BLOB = re.compile(r"[A-Za-z0-9+/=_\-]{40,}")
 
 
-def split_identifier(text: str) -> str:
-    """``get_stockPrice-v2`` -> ``get stock Price v2``: identifiers read as words."""
-    return _SEPARATORS.sub(" ", _CAMEL.sub(" ", text))
-
-
 def stem(word: str) -> str:
     """A light, conservative English stemmer: plurals, -ing, -ed, -ation, final e.
 
@@ -74,10 +66,9 @@ def stem(word: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Search tokens for ``text``: split, lower-cased, stop-worded, stemmed, CJK bigrams."""
     tokens: list[str] = []
-    for match in _WORDS.finditer(split_identifier(_BLOB.sub(" ", text)).lower()):
-        word = match.group()
-        if _CJK.match(word):
-            tokens.extend(_bigrams(word))
+    for word in word_runs(_BLOB.sub(" ", text)):
+        if is_cjk(word):
+            tokens.extend(cjk_bigrams(word))
         else:
             token = _word_token(word)
             if token is not None:
@@ -96,9 +87,3 @@ def _word_token(word: str) -> str | None:
     if 1 < len(word) <= _MAX_WORD and word not in STOPWORDS:
         return stem(word)
     return None
-
-
-def _bigrams(run: str) -> list[str]:
-    if len(run) == 1:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]

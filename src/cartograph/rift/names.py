@@ -19,14 +19,12 @@ identifiers than anyone can act on.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterable
 from typing import Final, Literal
 
+from cartograph.names import SEPARATORS, normalise_name
 from cartograph.rift.model import NameConfusable, ToolRef
-
-_SEPARATORS: Final = re.compile(r"[\s_\-./:]+")
 
 _LOOKALIKE_SOURCE: Final = {
     "a": "аɑα",
@@ -74,12 +72,6 @@ _LOOKALIKE: Final = str.maketrans(
 _MULTI: Final = (("rn", "m"), ("vv", "w"))
 
 
-def normalise(name: str) -> str:
-    """NFKC, case-folded, separators removed: ``Send-Email`` → ``sendemail``."""
-    folded = unicodedata.normalize("NFKC", name).casefold()
-    return _SEPARATORS.sub("", folded)
-
-
 def skeletons(name: str) -> set[str]:
     """Look-alike keys of ``name``: before and after case-folding.
 
@@ -92,7 +84,7 @@ def skeletons(name: str) -> set[str]:
 
 def _skeleton(text: str) -> str:
     mapped = text.translate(_LOOKALIKE)
-    mapped = _SEPARATORS.sub("", unicodedata.normalize("NFKC", mapped).casefold())
+    mapped = SEPARATORS.sub("", unicodedata.normalize("NFKC", mapped).casefold())
     for pair, single in _MULTI:
         mapped = mapped.replace(pair, single)
     return mapped
@@ -104,7 +96,7 @@ def name_confusables(tools: Iterable[ToolRef]) -> list[NameConfusable]:
     parent = list(range(len(refs)))
     first_with: dict[str, int] = {}
     for index, ref in enumerate(refs):
-        keys = {"n:" + normalise(ref.tool)} | {"s:" + s for s in skeletons(ref.tool)}
+        keys = {"n:" + normalise_name(ref.tool)} | {"s:" + s for s in skeletons(ref.tool)}
         for key in keys:
             other = first_with.setdefault(key, index)
             _union(parent, index, other)
@@ -122,7 +114,7 @@ def _describe(members: list[ToolRef]) -> NameConfusable:
     servers = {m.server for m in members}
     if len(names) == 1:
         kind = "same-name"
-    elif len({normalise(n) for n in names}) == 1:
+    elif len({normalise_name(n) for n in names}) == 1:
         kind = "normalised"
     else:
         kind = "lookalike"
@@ -131,7 +123,7 @@ def _describe(members: list[ToolRef]) -> NameConfusable:
     return NameConfusable(
         kind=kind,
         scope="within-server" if within else "cross-server",
-        key=normalise(members[0].tool),
+        key=normalise_name(members[0].tool),
         members=tuple(members),
     )
 
@@ -149,4 +141,4 @@ def _union(parent: list[int], a: int, b: int) -> None:
         parent[max(ra, rb)] = min(ra, rb)
 
 
-__all__ = ["name_confusables", "normalise", "skeletons"]
+__all__ = ["name_confusables", "skeletons"]

@@ -28,8 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from cartograph.names import split_identifier
 from cartograph.rift.model import ProbeMode
-from cartograph.rift.tokens import split_identifier, token_key, words
+from cartograph.rift.tokens import token_key, words
 
 MAX_ARGUMENTS: Final = 6
 MAX_DESCRIPTION_WORDS: Final = 14
@@ -39,7 +40,6 @@ MAX_QUERY_CHARS: Final = 400
 _URL: Final = re.compile(r"https?://\S+|www\.\S+", re.IGNORECASE)
 _MARKUP: Final = re.compile(r"<[^>]{0,200}>|[`*#\[\]{}|\\]")
 _SPACE: Final = re.compile(r"\s+")
-_SEPARATORS: Final = re.compile(r"[_\-./:]+")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?。])\s")
 
 
@@ -59,7 +59,7 @@ def clean(text: str) -> str:
 
 def name_words(identifier: str) -> str:
     """``get_xrefsTo`` → ``get xrefs To``."""
-    return _SPACE.sub(" ", _SEPARATORS.sub(" ", split_identifier(identifier))).strip()
+    return _SPACE.sub(" ", split_identifier(identifier)).strip()
 
 
 def probe_for(tool_name: str, input_schema: Mapping[str, Any], *, with_name: bool = False) -> Probe:

@@ -10,15 +10,10 @@ often quotes argument and tool names.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
-_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_CJK_CHARS: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
-_WORD: Final = re.compile(f"[{_CJK_CHARS}]+|[^\\W_{_CJK_CHARS}]+")
-_CJK: Final = re.compile(f"[{_CJK_CHARS}]")
+from cartograph.names import cjk_bigrams, is_cjk, word_runs
 
 # Function words carry no evidence about which tool a task wants; leaving them
 # in would make "the" a shared token of every cluster.
@@ -35,11 +30,6 @@ STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
 _KEEP_ENDINGS: Final = ("ss", "us", "is", "ys", "as", "os")
 
 
-def split_identifier(text: str) -> str:
-    """``sendEmail`` → ``send Email``; separators become spaces via the word regex."""
-    return _CAMEL.sub(" ", text)
-
-
 def token_key(word: str) -> str:
     """The identity of a word for set algebra: lower-case, singular."""
     if len(word) > 4 and word.endswith("ies"):
@@ -53,20 +43,16 @@ def words(text: str) -> list[str]:
     """Lower-cased content words of ``text`` in order, stopwords and 1-letter words dropped.
 
     CJK text has no spaces; its runs become overlapping character bigrams, the
-    usual dictionary-free unit (as in the index's lexical rankers).
+    usual dictionary-free unit (as in the index's lexical rankers). The
+    splitting is :func:`cartograph.names.word_runs`, the index's tokeniser too.
     """
-    normal = unicodedata.normalize("NFKC", split_identifier(text)).lower()
     found: list[str] = []
-    for word in _WORD.findall(normal):
-        if _CJK.match(word):
-            found.extend(_bigrams(word))
+    for word in word_runs(text):
+        if is_cjk(word):
+            found.extend(cjk_bigrams(word))
         elif len(word) > 1 and word not in STOPWORDS:
             found.append(word)
     return found
-
-
-def _bigrams(run: str) -> list[str]:
-    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 class Vocabulary:
@@ -89,4 +75,4 @@ class Vocabulary:
         return tuple(sorted(self._surface.get(key, key) for key in keys))
 
 
-__all__ = ["STOPWORDS", "Vocabulary", "split_identifier", "token_key", "words"]
+__all__ = ["STOPWORDS", "Vocabulary", "token_key", "words"]

@@ -19,6 +19,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
+from cartograph import names
+
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN: Final = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _URL: Final = re.compile(r"(?:https?|ftp|file|wss?)://\S+|www\.\S+", re.IGNORECASE)
@@ -290,9 +292,7 @@ def has_cjk(text: str) -> bool:
 
 def split_identifier(name: str) -> list[str]:
     """``getUserProfile`` / ``get_user-profile`` / ``HTTPRequest2`` → lower-case words."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", spaced)
-    return [w.lower() for w in re.split(r"[\s_\-./:]+", spaced) if w]
+    return names.split_identifier(name).lower().split()
 
 
 def readable_words(name: str) -> list[str]:

@@ -1,0 +1,134 @@
+"""Names and words: the one normaliser and the one tokeniser (P-NAME-1).
+
+Everything that compares names (the config loader, the upstream federation,
+Rift's name confusables) uses :func:`normalise_name`; everything that splits
+text into words (the index's lexical rankers, Rift's token diagnosis) uses
+:func:`word_runs`. Before this module there were two normalisers that
+disagreed on ``/`` and ``:``; now one answer holds everywhere.
+
+Two names that a person (or a model) would read as the same name must not
+address two different things: ``get-file``, ``get_file``, ``getFile``,
+``GET FILE``, ``get/file``, ``get:file`` and a full-width ``ｇｅｔ＿ｆｉｌｅ`` are
+one name. ``/`` and ``:`` count as separators because MCP tool names use them
+as namespace separators (``fs/read``, ``github:create_issue``), where they read
+exactly like ``_`` or ``.``.
+
+This is a root module: it imports nothing from Cartograph but the errors, so
+every layer may use it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from cartograph.errors import NameCollisionError
+
+PROXY_TOOL_NAMES: Final = frozenset({"discover", "status", "call"})
+"""Cartograph's own tools: no upstream name may read like one of them."""
+
+SEPARATORS: Final = re.compile(r"[\s\-_./:]+")
+"""Characters that do not make a name different: whitespace, ``-``, ``_``, ``.``, ``/``, ``:``."""
+
+_IDENTIFIER_SEPARATORS: Final = re.compile(r"[_\-./:]+")
+_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_CJK_CHARS: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_WORD: Final = re.compile(f"[{_CJK_CHARS}]+|[^\\W_{_CJK_CHARS}]+")
+_CJK: Final = re.compile(f"[{_CJK_CHARS}]")
+
+
+def normalise_name(name: str) -> str:
+    """The comparison key of a name: NFKC, case-folded, separators removed.
+
+    NFKC runs again after case-folding because folding can produce a
+    compatibility character (and so a second spelling of one key).
+    """
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    return SEPARATORS.sub("", folded)
+
+
+@dataclass(frozen=True)
+class NamedThing:
+    """A name and where it came from, for messages (``"server 'git' (demo.toml)"``)."""
+
+    name: str
+    source: str
+
+
+def find_collision(
+    things: Iterable[NamedThing], *, reserved: Iterable[str] = PROXY_TOOL_NAMES
+) -> tuple[NamedThing, NamedThing] | None:
+    """The first pair that collides after normalisation, reserved names first in line."""
+    seen: dict[str, NamedThing] = {
+        normalise_name(word): NamedThing(word, f"Cartograph's proxy tool {word!r}")
+        for word in reserved
+    }
+    for thing in things:
+        key = normalise_name(thing.name)
+        if key in seen:
+            return seen[key], thing
+        seen[key] = thing
+    return None
+
+
+def check_names(
+    things: Iterable[NamedThing], *, reserved: Iterable[str] = PROXY_TOOL_NAMES
+) -> None:
+    """Raise :class:`NameCollisionError` naming both sources of the first collision."""
+    pair = find_collision(things, reserved=reserved)
+    if pair is None:
+        return
+    first, second = pair
+    reserved_hit = first.source.startswith("Cartograph's proxy tool")
+    raise NameCollisionError(
+        f"{second.source} collides with {first.source} after normalisation "
+        f"({normalise_name(second.name)!r}); rename one of them",
+        code="name_reserved" if reserved_hit else "name_collision",
+        first=first.source,
+        second=second.source,
+    )
+
+
+def split_identifier(text: str) -> str:
+    """``get_stockPrice-v2`` → ``get stock Price v2``: identifiers read as words."""
+    return _IDENTIFIER_SEPARATORS.sub(" ", _CAMEL.sub(" ", text))
+
+
+def word_runs(text: str) -> list[str]:
+    """The tokeniser: lower-cased word runs of ``text`` in order, identifiers split.
+
+    Text is NFKC-normalised first (full-width and ligature forms become plain
+    letters), so ``ｇｅｔＦｉｌｅ`` and ``getFile`` give the same words. A run
+    is letters and digits of any script, or a run of CJK characters (which
+    have no spaces between words: see :func:`cjk_bigrams`). Stop words,
+    stemming and length limits are the caller's policy — search stems, Rift's
+    diagnosis shows whole words to people.
+    """
+    return _WORD.findall(split_identifier(unicodedata.normalize("NFKC", text)).lower())
+
+
+def is_cjk(run: str) -> bool:
+    """Whether a run from :func:`word_runs` is CJK text (to be cut into bigrams)."""
+    return _CJK.match(run) is not None
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """Overlapping character bigrams of a CJK run: the usual dictionary-free unit."""
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+__all__ = [
+    "PROXY_TOOL_NAMES",
+    "SEPARATORS",
+    "NamedThing",
+    "check_names",
+    "cjk_bigrams",
+    "find_collision",
+    "is_cjk",
+    "normalise_name",
+    "split_identifier",
+    "word_runs",
+]
