@@ -8,6 +8,7 @@ an agent drives ``cartograph serve`` over stdio: ``tools/list``, ``discover``,
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Final
 
@@ -33,11 +34,14 @@ def demo(
     ] = None,
 ) -> None:
     """Run the main job on the demo federation: connect, attest, verify, and act as an agent."""
+    from cartograph.cli.federation import connect_live, show_reports
     from cartograph.demo.runner import run_demo
+    from cartograph.demo.steps import FederationView
 
     path = Path(os.path.abspath(config or DEMO_CONFIG))
+    view = FederationView(connect_live, partial(show_reports, json_out=False))
     results = anyio.run(
-        lambda: run_demo(path, json_out=json_out, http=not no_http, state_dir=state_dir)
+        lambda: run_demo(path, json_out=json_out, http=not no_http, state_dir=state_dir, view=view)
     )
     if json_out:
         print_json(results)

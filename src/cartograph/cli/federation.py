@@ -4,8 +4,8 @@
 one; ``tools`` lists what they serve; ``snapshot`` writes the whole
 federation's ``tools/list`` as a ``catalog.json``. Every command reads
 ``--catalog`` instead of live servers where that makes sense. (``demo`` lives
-in :mod:`cartograph.cli.demo` and reuses :func:`connect_live` and
-:func:`show_reports`.)
+in :mod:`cartograph.cli.demo` and hands :func:`connect_live` and
+:func:`show_reports` to the demo package, which never imports the CLI.)
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ def connect_progress(total: int) -> Iterator[Callable[[ServerReport], None]]:
 
 
 async def connect_live(config: Config) -> FederationResult:
+    """Connect to the federation with a progress bar on stderr (callers close the result)."""
     from cartograph.upstream.federation import connect_federation
 
-    """Connect to the federation with a progress bar on stderr (callers close the result)."""
     with connect_progress(len(config.enabled_servers)) as advance:
         return await connect_federation(config, progress=advance)
 
@@ -139,28 +139,13 @@ def _report_rows(reports: list[ServerReport]) -> list[list[Any]]:
     ]
 
 
-def summary(result: FederationResult) -> dict[str, Any]:
-    """The numbers worth recording about one connect: counts, wall time, bytes."""
-    connected = [r for r in result.reports if r.status == "connected"]
-    slowest = max((r.connect_seconds or 0.0 for r in connected), default=0.0)
-    return {
-        "servers": len(result.reports),
-        "connected": len(connected),
-        "failed": len(result.failed),
-        "tools": result.catalog.tool_count,
-        "wall_seconds": round(result.wall_seconds, 3),
-        "slowest_server_seconds": round(slowest, 3),
-        "tools_list_bytes": sum(r.list_bytes for r in connected),
-    }
-
-
 def show_reports(result: FederationResult, *, json_out: bool) -> None:
     if json_out:
-        print_json({"servers": [r.to_dict() for r in result.reports], "summary": summary(result)})
+        print_json({"servers": [r.to_dict() for r in result.reports], "summary": result.summary()})
         return
     columns = ["server", "transport", "status", "tools", "connect s", "protocol", "last error"]
     print_table("Upstream servers", columns, _report_rows(result.reports))
-    s = summary(result)
+    s = result.summary()
     stdout.print(
         f"{s['connected']}/{s['servers']} servers connected, {s['tools']} tools, "
         f"{s['wall_seconds']:.2f}s (slowest server {s['slowest_server_seconds']:.2f}s), "

@@ -20,21 +20,22 @@ change when routing is switched on.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import Final, Literal
 
+from cartograph.config.catalog_rules import (
+    DEFAULT_CATALOG_NAME,
+    MOUNT_MODES,
+    MountMode,
+    check_catalog_names,
+    check_explicit_prefix,
+    check_members,
+)
 from cartograph.config.model import CatalogConfig, CatalogPolicy, Config, ServerConfig
 from cartograph.errors import ConfigError
 
-MountMode = Literal["per-catalog", "routed"]
-MOUNT_MODES: Final[tuple[str, ...]] = get_args(MountMode)
 MOUNT_MODE_ENV: Final = "CARTOGRAPH_MOUNT_MODE"
-DEFAULT_CATALOG_NAME: Final = "default"
-ROUTED_NAME: Final = "routed"
-CATALOG_NAME_PATTERN: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-TOOL_PREFIX_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 
 PrefixSource = Literal["explicit", "derived"]
 
@@ -84,30 +85,9 @@ def derived_prefix(name: str) -> str:
 def resolve_catalogs(config: Config, mount_mode: MountMode) -> tuple[ResolvedCatalog, ...]:
     """Every catalog to serve, validated against ``mount_mode``; raises ConfigError."""
     declared = config.catalogs or (CatalogConfig(name=DEFAULT_CATALOG_NAME),)
-    check_catalog_names(declared, mount_mode)
+    check_catalog_names((cat.name for cat in declared), mount_mode)
     many = len(declared) > 1
     return tuple(_resolve_one(config, cat, many=many, mount_mode=mount_mode) for cat in declared)
-
-
-def check_catalog_names(catalogs: tuple[CatalogConfig, ...], mount_mode: MountMode) -> None:
-    """Names are URL-safe and unique; ``routed`` is refused while routing is on."""
-    seen: set[str] = set()
-    for cat in catalogs:
-        if not CATALOG_NAME_PATTERN.fullmatch(cat.name):
-            raise ConfigError(
-                f"catalog name {cat.name!r} is not usable in a URL path; use lower-case letters, "
-                "digits, '-' and '_' (at most 63 characters).",
-                code="bad_catalog_name",
-            )
-        if cat.name in seen:
-            raise ConfigError(f"catalog {cat.name!r} is declared twice.", code="duplicate_catalog")
-        seen.add(cat.name)
-        if mount_mode == "routed" and cat.name == ROUTED_NAME:
-            raise ConfigError(
-                f'catalog "{ROUTED_NAME}" collides with the routed mount\'s own path /mcp/routed; '
-                f'rename it (catalogs[name="{ROUTED_NAME}"].name) or turn routing off.',
-                code="catalog_name_reserved",
-            )
 
 
 def _resolve_one(
@@ -115,45 +95,16 @@ def _resolve_one(
 ) -> ResolvedCatalog:
     servers = _members(config, cat)
     if cat.tool_prefix is not None:
-        _check_explicit_prefix(cat, mount_mode)
+        check_explicit_prefix(cat.name, cat.tool_prefix, mount_mode)
         return ResolvedCatalog(cat.name, servers, cat.policy, cat.tool_prefix, "explicit")
     if many:
         return ResolvedCatalog(cat.name, servers, cat.policy, derived_prefix(cat.name), "derived")
     return ResolvedCatalog(cat.name, servers, cat.policy, None, None)
 
 
-def _check_explicit_prefix(cat: CatalogConfig, mount_mode: MountMode) -> None:
-    key = f'catalogs[name="{cat.name}"].tool_prefix'
-    if mount_mode == "routed":
-        raise ConfigError(
-            f"catalog {cat.name!r} sets {key} = {cat.tool_prefix!r}, but routing is on and the "
-            f"routed mount serves bare tool names; remove {key} or set http.mount_mode = "
-            '"per-catalog".',
-            code="prefix_with_routing",
-            catalog=cat.name,
-            key=key,
-        )
-    if cat.tool_prefix is not None and not TOOL_PREFIX_PATTERN.fullmatch(cat.tool_prefix):
-        raise ConfigError(
-            f"{key} = {cat.tool_prefix!r} is not a valid tool-name prefix; use 1-32 of "
-            "A-Z a-z 0-9 _ . -",
-            code="bad_tool_prefix",
-        )
-
-
 def _members(config: Config, cat: CatalogConfig) -> tuple[ServerConfig, ...]:
     """The enabled servers of ``cat``; an empty ``servers`` list means all of them."""
     if not cat.servers:
         return config.enabled_servers
-    members: list[ServerConfig] = []
-    for name in cat.servers:
-        server = config.server(name)
-        if server is None:
-            raise ConfigError(
-                f'catalogs[name="{cat.name}"].servers names {name!r}, which is not a configured '
-                "server; add it as [servers.NAME] or remove it from the catalog.",
-                code="unknown_catalog_server",
-            )
-        if server.enabled:
-            members.append(server)
-    return tuple(members)
+    check_members(cat.name, cat.servers, {s.name for s in config.servers})
+    return tuple(s for name in cat.servers if (s := config.server(name)) and s.enabled)

@@ -13,6 +13,12 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cartograph.config.catalog_rules import (
+    MountMode,
+    check_catalog_names,
+    check_explicit_prefix,
+    check_members,
+)
 from cartograph.errors import ConfigError
 
 DEFAULT_CONNECT_TIMEOUT: Final = 30.0
@@ -168,7 +174,7 @@ class HttpConfig(_Section):
     allowed_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
-    mount_mode: Literal["per-catalog", "routed"] = "per-catalog"
+    mount_mode: MountMode = "per-catalog"
     # SIGTERM: in-flight calls get this long to finish, then end with `shutting_down` (P-REL-7).
     shutdown_grace: float = Field(default=DEFAULT_SHUTDOWN_GRACE, ge=0, le=3600)
     tokens: tuple[TokenConfig, ...] = ()
@@ -252,9 +258,13 @@ class Config(_Section):
     @model_validator(mode="after")
     def _catalogs_fit_mount_mode(self) -> Config:
         """Refuse at load what D187 forbids (the serve command re-checks with env/flag)."""
-        from cartograph.config.catalogs import resolve_catalogs
-
-        resolve_catalogs(self, self.http.mount_mode)
+        mode = self.http.mount_mode
+        check_catalog_names([c.name for c in self.catalogs], mode)
+        known = {s.name for s in self.servers}
+        for cat in self.catalogs:
+            check_members(cat.name, cat.servers, known)
+            if cat.tool_prefix is not None:
+                check_explicit_prefix(cat.name, cat.tool_prefix, mode)
         return self
 
     def server(self, name: str) -> ServerConfig | None:

@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cartograph.cards.bootstrap import BootstrapResult
 from cartograph.cards.operator import OperatorKey
-from cartograph.cli.output import stderr, stdout
 from cartograph.demo.agent import Discovery
+
+stdout: Final = Console(soft_wrap=True)
+stderr: Final = Console(stderr=True, soft_wrap=True)
 
 SHOWN_PER_TASK: Final = 3
 GIST_WIDTH: Final = 72

@@ -8,23 +8,29 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcon
 from pathlib import Path
 from typing import Any, Final
 
-from cartograph.cli.output import stderr
 from cartograph.demo import render
 from cartograph.demo.loopback import everything_available, everything_over_http
-from cartograph.demo.steps import DEMO_STEPS, DemoContext, load_demo_config
+from cartograph.demo.steps import DEMO_STEPS, DemoContext, FederationView, load_demo_config
 from cartograph.fsutil import atomic_write_text
 
 HTTP_PORT_FILE: Final = "demo-http.port"
 
 
 async def run_demo(
-    config_path: Path, *, json_out: bool, http: bool = True, state_dir: Path | None = None
+    config_path: Path,
+    *,
+    json_out: bool,
+    http: bool = True,
+    state_dir: Path | None = None,
+    view: FederationView | None = None,
 ) -> dict[str, Any]:
     """Start the loopback HTTP upstream, then run :data:`DEMO_STEPS` in order.
 
     ``config_path`` must be absolute (its folder holds the demo's
     node_modules). ``state_dir`` replaces the config's (tests use a temporary
-    one). The result holds every step's output, ``timings`` and ``checks``;
+    one). ``view`` is how the federation is connected and shown (the CLI's
+    progress bar and table; quiet when omitted). The result holds every
+    step's output, ``timings`` and ``checks``;
     ``ok`` is False when any check failed.
     """
     started = time.perf_counter()
@@ -32,7 +38,8 @@ async def run_demo(
     state = load_demo_config(config_path, state_dir).state_dir
     async with _maybe_http(config_path.parent, state, enabled=http):
         # Loaded again inside: the HTTP upstream's URL names the port it listens on.
-        ctx = DemoContext(config_path, load_demo_config(config_path, state_dir), json_out)
+        config = load_demo_config(config_path, state_dir)
+        ctx = DemoContext(config_path, config, json_out, view or FederationView())
         async with ctx.exits:
             for name, step in DEMO_STEPS:
                 step_started = time.perf_counter()
@@ -56,7 +63,7 @@ def _maybe_http(
     if enabled and everything_available(demo_dir):
         return _http_upstream(demo_dir, state_dir / HTTP_PORT_FILE)
     if enabled:
-        stderr.print("[yellow]demo HTTP upstream not installed; run scripts/setup[/]")
+        render.stderr.print("[yellow]demo HTTP upstream not installed; run scripts/setup[/]")
     return nullcontext(None)
 
 

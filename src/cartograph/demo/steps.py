@@ -23,11 +23,10 @@ from cartograph.cards.overrides import OverridingGenerator, load_overrides
 from cartograph.cards.store import CardStore, trust_path
 from cartograph.cards.trust import load_trust
 from cartograph.catalog.model import Catalog
-from cartograph.cli.federation import connect_live, show_reports, summary
 from cartograph.config.loader import load_config
 from cartograph.config.model import Config
 from cartograph.demo import agent, render
-from cartograph.upstream.federation import FederationResult
+from cartograph.upstream.federation import FederationResult, connect_federation
 
 SERVE_LOG: Final = "demo-serve.log"
 """The proxy's stderr during the agent step, kept in the state dir for a post-mortem."""
@@ -67,6 +66,27 @@ AGENT_TASKS: Final = (
 DISCOVER_K: Final = 5
 
 
+async def _connect_quietly(config: Config) -> FederationResult:
+    return await connect_federation(config)
+
+
+def _show_nothing(_result: FederationResult) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class FederationView:
+    """How the caller connects to and shows the federation.
+
+    ``cartograph demo`` passes its progress bar and report table, so the demo
+    package uses the CLI's presentation without importing the CLI (the layers
+    run one way: cli → demo).
+    """
+
+    connect: Callable[[Config], Awaitable[FederationResult]] = _connect_quietly
+    show_reports: Callable[[FederationResult], None] = _show_nothing
+
+
 @dataclass
 class DemoContext:
     """What the steps share: config, the live federation, the key, and the results."""
@@ -74,6 +94,7 @@ class DemoContext:
     config_path: Path
     config: Config
     json_out: bool
+    view: FederationView = field(default_factory=FederationView)
     federation: FederationResult | None = None
     catalog: Catalog | None = None
     operator: OperatorKey | None = None
@@ -102,14 +123,14 @@ def load_demo_config(config_path: Path, state_dir: Path | None) -> Config:
 
 async def step_connect(ctx: DemoContext) -> None:
     """Connect to every upstream at once and list their tools (kept open for bootstrap)."""
-    ctx.federation = await connect_live(ctx.config)
+    ctx.federation = await ctx.view.connect(ctx.config)
     ctx.exits.push_async_callback(ctx.federation.aclose)
     ctx.catalog = ctx.federation.catalog
-    ctx.results["connect"] = summary(ctx.federation)
+    ctx.results["connect"] = ctx.federation.summary()
     ctx.results["servers"] = [r.to_dict() for r in ctx.federation.reports]
     ctx.check("servers connected", ctx.catalog.tool_count > 0, f"{len(ctx.catalog.servers)}")
     if ctx.show:
-        show_reports(ctx.federation, json_out=False)
+        ctx.view.show_reports(ctx.federation)
 
 
 async def step_key(ctx: DemoContext) -> None:

@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from mcp.types import CallToolResult, Tool
 
-from cartograph.config.catalogs import ROUTED_NAME
+from cartograph.config.catalog_rules import ROUTED_NAME
 from cartograph.errors import CallError, ConfigError, PolicyError
 from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
 from cartograph.gateway.results import error_code, error_result

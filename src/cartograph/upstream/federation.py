@@ -83,6 +83,20 @@ class FederationResult:
     def failed(self) -> list[ServerReport]:
         return [r for r in self.reports if r.status == "failed"]
 
+    def summary(self) -> dict[str, int | float]:
+        """The numbers worth recording about one connect: counts, wall time, bytes."""
+        connected = [r for r in self.reports if r.status == "connected"]
+        slowest = max((r.connect_seconds or 0.0 for r in connected), default=0.0)
+        return {
+            "servers": len(self.reports),
+            "connected": len(connected),
+            "failed": len(self.failed),
+            "tools": self.catalog.tool_count,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "slowest_server_seconds": round(slowest, 3),
+            "tools_list_bytes": sum(r.list_bytes for r in connected),
+        }
+
 
 async def connect_federation(
     config: Config,

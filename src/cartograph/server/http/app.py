@@ -36,7 +36,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from cartograph import __version__
-from cartograph.config.catalogs import ROUTED_NAME, MountMode
+from cartograph.config.catalog_rules import ROUTED_NAME, MountMode
 from cartograph.config.model import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_SESSIONS,

@@ -18,8 +18,8 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.types import Scope
 
+from cartograph.config.catalog_rules import MountMode
 from cartograph.config.catalogs import (
-    MountMode,
     ResolvedCatalog,
     resolve_catalogs,
     resolve_mount_mode,
