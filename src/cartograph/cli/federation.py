@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import typer
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from cartograph.catalog.model import Catalog
     from cartograph.config.model import Config
     from cartograph.upstream.federation import FederationResult, ServerReport
-
-DESCRIPTION_WIDTH: Final = 80
 
 
 def _config(path: Path | None) -> Config:
@@ -179,22 +177,37 @@ def servers(
             print_table("Upstream servers (snapshot)", cols, [list(r.values()) for r in rows])
         return
 
-    async def run() -> None:
+    async def run() -> tuple[int, list[ServerReport]]:
         result = await connect_live(cfg)
         try:
             show_reports(result, json_out=json_out)
+            return result.summary()["connected"], list(result.failed)
         finally:
             await result.aclose()
 
-    anyio.run(run)
+    connected, failed = anyio.run(run)
+    if not json_out:
+        show_failures(failed)
+    if connected == 0:
+        stderr.print("[red]no server connected[/]", highlight=False)
+        raise typer.Exit(1)
+
+
+def show_failures(failed: list[ServerReport]) -> None:
+    """Each failing server's whole error on stderr, its stderr tail included (the table's
+    ``last error`` column holds only the first line)."""
+    from rich.markup import escape
+
+    for report in failed:
+        if report.error is not None and "\n" in report.error.message:
+            stderr.print(f"[bold]{escape(report.name)}[/]: {escape(report.error.message)}")
 
 
 # -- tools -----------------------------------------------------------------------------
 
 
 def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= DESCRIPTION_WIDTH else line[: DESCRIPTION_WIDTH - 1] + "…"
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 @app.command()

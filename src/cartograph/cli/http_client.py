@@ -156,8 +156,11 @@ def connect_http(
     project_file: Path | None = None,
     token: str | None = None,
     token_env: str | None = None,
+    write: bool = True,
 ) -> ProjectRecord:
     """Write the entries ``/health`` calls for, drop ones an earlier shape left behind.
+
+    ``write=False`` (``--print``) computes the same record and touches no file.
 
     Against a server that requires auth, each entry carries an
     ``Authorization: Bearer`` header naming ``token_env`` (default
@@ -170,9 +173,6 @@ def connect_http(
     project = project_file or Path(PROJECT_FILE)
     previous = ProjectRecord.load(project).entries if project.exists() else {}
     variable = (token_env or DEFAULT_TOKEN_ENV) if shape.auth else None
-    specs = {n: http_spec(client, u, variable) for n, u in wanted.items()}
-    install_entries(client, specs, path=config_path)
-    _remove_entries(client, config_path, set(previous) - set(wanted))
     record = ProjectRecord(
         url=url.rstrip("/"),
         client=client,
@@ -184,6 +184,11 @@ def connect_http(
         entries=wanted,
         token_env=variable,
     )
+    if not write:
+        return record
+    specs = {n: http_spec(client, u, variable) for n, u in wanted.items()}
+    install_entries(client, specs, path=config_path)
+    _remove_entries(client, config_path, set(previous) - set(wanted))
     record.save(project)
     return record
 
@@ -305,12 +310,28 @@ def client_status(
 
 
 def connect_http_command(
-    url: str, client: str, *, name: str, target: Path | None, token_env: str | None
+    url: str,
+    client: str,
+    *,
+    name: str,
+    target: Path | None,
+    token_env: str | None,
+    print_only: bool = False,
 ) -> None:
     """What ``cartograph connect --url`` runs (the gateway's ``connect`` delegates here)."""
     record = connect_http(
-        url, client, entry=name, target=target, token=_token(token_env), token_env=token_env
+        url,
+        client,
+        entry=name,
+        target=target,
+        token=_token(token_env),
+        token_env=token_env,
+        write=not print_only,
     )
+    if print_only:
+        entries = {n: entry_for(client, record.spec(u)) for n, u in record.entries.items()}
+        print_json({container_key(client): entries})
+        return
     shape = (
         f"routed ({record.server_routed_path}): one entry"
         if record.server_routed_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,8 +14,27 @@ from rich.text import Text
 
 from cartograph.errors import CartographError
 
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True, soft_wrap=True)
+PIPE_WIDTH: Final = 10_000
+"""Console width when the stream is not a terminal: a script reads whole cells, never ``serv…``."""
+
+
+def _console(*, to_stderr: bool) -> Console:
+    """A console that truncates nothing when redirected (rich would assume 80 columns)."""
+    stream = sys.stderr if to_stderr else sys.stdout
+    width = None if _is_terminal(stream) else PIPE_WIDTH
+    return Console(stderr=to_stderr, soft_wrap=True, width=width)
+
+
+def _is_terminal(stream: Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (ValueError, OSError):  # a closed stream
+        return False
+
+
+stdout = _console(to_stderr=False)
+stderr = _console(to_stderr=True)
 
 
 def print_json(data: Any) -> None:
@@ -24,6 +43,7 @@ def print_json(data: Any) -> None:
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A table; on a terminal rich wraps long cells, redirected nothing is cut."""
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column)

@@ -56,7 +56,7 @@ def discover(
     if result.abstained:
         stderr.print(f"[yellow]{result.hint}[/]", highlight=False)
     rows = [
-        (i, t.server, t.tool, f"{t.score:.3f}", t.description[:90], f"v{t.provenance.card_version}")
+        (i, t.server, t.tool, f"{t.score:.3f}", t.description, f"v{t.provenance.card_version}")
         for i, t in enumerate(result.tools, start=1)
     ]
     print_table(

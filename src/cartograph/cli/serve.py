@@ -55,17 +55,46 @@ def _load(config_path: Path | None, mode: str | None = None) -> Config:
 
 
 def pick_catalog(config: Config, name: str | None) -> ResolvedCatalog:
-    """The configured catalog called ``name`` (default: the first)."""
+    """The configured catalog called ``name``; required when two or more are configured.
+
+    Taking the first one silently is the implicit default D187 argues against:
+    the routed HTTP mount requires ``catalog`` for the same reason.
+    """
     from cartograph.config.catalogs import resolve_catalogs
+    from cartograph.suggest import did_you_mean
 
     catalogs = resolve_catalogs(config, "per-catalog")
+    known = [c.name for c in catalogs]
     if name is None:
-        return catalogs[0]
+        if len(catalogs) == 1:
+            return catalogs[0]
+        raise ConfigError(
+            f"{len(catalogs)} catalogs are configured ({', '.join(known)}); "
+            "choose one with --catalog-name NAME",
+            code="catalog_name_required",
+            catalogs=known,
+        )
     for catalog in catalogs:
         if catalog.name == name:
             return catalog
-    known = ", ".join(c.name for c in catalogs)
-    raise ConfigError(f"no catalog named {name!r}; configured: {known}", code="unknown_catalog")
+    raise ConfigError(
+        f"no catalog named {name!r}; {did_you_mean(name, known, what='configured')}",
+        code="unknown_catalog",
+    )
+
+
+def check_server_in(catalog: ResolvedCatalog, server: str) -> None:
+    """Refuse an unknown server before anything starts, suggesting close names."""
+    from cartograph.suggest import did_you_mean
+
+    members = [s.name for s in catalog.servers]
+    if server not in members:
+        hint = did_you_mean(server, members, what=f"servers in catalog {catalog.name!r}")
+        raise ConfigError(
+            f"no server {server!r} in catalog {catalog.name!r}; {hint}",
+            code="unknown_server",
+            server=server,
+        )
 
 
 async def start_runtime(
@@ -97,12 +126,19 @@ async def start_runtime(
 
 
 def _setup_logging(debug: bool) -> None:
-    """Everything to stderr: in stdio mode stdout belongs to JSON-RPC (P-STDIO-1)."""
+    """Everything to stderr: in stdio mode stdout belongs to JSON-RPC (P-STDIO-1).
+
+    The level sits on the handler, not only the root logger: a library that
+    sets its own logger to DEBUG (bm25s does, on import) would otherwise print
+    every debug line of every index build.
+    """
+    level = logging.DEBUG if debug else logging.WARNING
     handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(level)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    root.setLevel(level)
 
 
 @app.command()
@@ -140,6 +176,7 @@ def serve(
             mount_mode=mount_mode,
             allow_remote=allow_remote,
             attest_in_memory=attest_in_memory,
+            on_ready=announce_url,
         )
         return
     from cartograph.server.stdio import serve_stdio
@@ -158,6 +195,16 @@ def serve(
     anyio.run(serve_stdio, catalog, start)
 
 
+def announce_url(base: str) -> None:
+    """Say where the server listens (on stderr, so stdout stays free for a script)."""
+    stderr.print(
+        f"cartograph serving on {base} (GET {base}/health lists the catalog endpoints; "
+        f"connect a client with `cartograph connect --url {base} --client CLIENT`)",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @app.command("call")
 def call_command(
     server: Annotated[str, typer.Argument(help="Upstream server name.")],
@@ -174,6 +221,7 @@ def call_command(
         stderr.print(f"[yellow]{THROWAWAY}[/]", highlight=False)
     config = _load(config_path, mode)
     catalog = pick_catalog(config, catalog_name)
+    check_server_in(catalog, server)
     result = anyio.run(_call_once, config, catalog, server, tool, arguments, attest_in_memory)
     if as_json:
         print_json(result.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -316,10 +364,13 @@ def connect(
     if url is not None:
         from cartograph.cli.http_client import connect_http_command
 
-        connect_http_command(url, client, name=name, target=target, token_env=token_env)
+        connect_http_command(
+            url, client, name=name, target=target, token_env=token_env, print_only=print_only
+        )
         return
 
     config_file = resolve_config_path(config_path).resolve()
+    _load(config_file)  # an entry pointing at a missing or broken config would never start
     spec = ServerSpec.stdio_for(config_file)
     if print_only:
         print_json(render_entry(client, name, spec))

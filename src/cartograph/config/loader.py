@@ -28,6 +28,7 @@ from cartograph.config.mcp_json import read_mcp_json, server_mapping, to_native
 from cartograph.config.model import Config, ServerConfig, Transport
 from cartograph.errors import ConfigError
 from cartograph.names import PROXY_TOOL_NAMES, NamedThing, check_names, normalise_name
+from cartograph.suggest import did_you_mean
 
 MAX_CONFIG_BYTES: Final = 1024 * 1024
 """A config is a few KiB; anything past this is a mistake or an attack (P-REL-5)."""
@@ -110,8 +111,8 @@ def _defaults(value: Any, source: Path) -> dict[str, Any]:
     for key in table:
         if key not in _DEFAULT_KEYS:
             raise ConfigError(
-                f"{source}: [defaults]: key {key!r}: unknown key "
-                f"(allowed: {sorted(_DEFAULT_KEYS)})",
+                f"{source}: [defaults]: key {key!r}: unknown key; "
+                f"{did_you_mean(key, _DEFAULT_KEYS, what='allowed')}",
                 code="config_unknown_key",
                 key=key,
             )
@@ -187,7 +188,8 @@ def _server(entry: _Entry, defaults: dict[str, Any], environ: Mapping[str, str])
     for key in body:
         if key not in _SERVER_KEYS:
             raise ConfigError(
-                f"{entry.where}: key {key!r}: unknown key (allowed: {sorted(_SERVER_KEYS)})",
+                f"{entry.where}: key {key!r}: unknown key; "
+                f"{did_you_mean(key, _SERVER_KEYS, what='allowed')}",
                 code="config_unknown_key",
                 server=entry.name,
                 key=key,
@@ -297,7 +299,7 @@ def _validate(model: type[M], data: dict[str, Any], *, where: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _config_error(exc, where) from None
+        raise _config_error(exc, where, model) from None
     except ConfigError as exc:
         # Model validators (catalogs) raise without knowing the file; name it here.
         raise ConfigError(f"{where}: {exc.message}", code=exc.code, **exc.details) from None
@@ -305,17 +307,43 @@ def _validate(model: type[M], data: dict[str, Any], *, where: str) -> M:
         raise ConfigError(f"{where}: {exc}", code="config_invalid") from None
 
 
-def _config_error(exc: ValidationError, where: str) -> ConfigError:
+def _config_error(exc: ValidationError, where: str, model: type[BaseModel]) -> ConfigError:
     """The first problem, naming the key path; never echoing the value (it may be a secret)."""
     first = exc.errors(include_url=False, include_input=False)[0]
     key = ".".join(str(p) for p in first["loc"]) or "(top level)"
     if first["type"] == "extra_forbidden":
-        return ConfigError(f"{where}: key {key!r}: unknown key", code="config_unknown_key", key=key)
+        known = _sibling_keys(model, first["loc"][:-1])
+        hint = f"; {did_you_mean(str(first['loc'][-1]), known, what='allowed')}" if known else ""
+        return ConfigError(
+            f"{where}: key {key!r}: unknown key{hint}", code="config_unknown_key", key=key
+        )
     if first["type"] == "missing":
         return ConfigError(
             f"{where}: key {key!r}: required key is missing", code="config_missing_key", key=key
         )
     return ConfigError(f"{where}: key {key!r}: {first['msg']}", code="config_invalid", key=key)
+
+
+def _sibling_keys(model: type[BaseModel], parents: tuple[int | str, ...]) -> list[str]:
+    """The keys allowed beside an unknown one: walk ``parents`` through the model's fields."""
+    current: type[BaseModel] | None = model
+    for part in parents:
+        if isinstance(part, int):
+            continue  # an index into a tuple of sections: the section model stays the same
+        field = current.model_fields.get(part) if current is not None else None
+        current = _section_type(field.annotation) if field is not None else None
+    return sorted(current.model_fields) if current is not None else []
+
+
+def _section_type(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (directly, or as ``tuple[Model, ...]``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _section_type(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _resolve_paths(model: M, base: Path, *, where: str) -> M:

@@ -51,6 +51,7 @@ from cartograph.index.serving import (
 )
 from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
 from cartograph.server.offload import run_cpu
+from cartograph.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from cartograph.learning.catalog import CatalogLearning
@@ -403,14 +404,27 @@ class CatalogRuntime:
         if card is None or card.body.tool(tool) is None:
             if entry is not None:
                 raise entry.error()
+            hint = did_you_mean(tool, self._offered_tools(server), what="tools on it")
             raise UnknownToolError(
                 f"no tool {tool!r} on server {server!r} in catalog {self.name!r}; "
-                "call `discover` to find the right one",
+                f"{hint} (`discover` finds the right one)",
                 server=server,
                 tool=tool,
             )
         if entry is not None and not entry.exposed:
             raise entry.error()
+
+    def _offered_tools(self, server: str) -> list[str]:
+        """Tools of ``server`` a suggestion may name: carded, exposed, allowed by policy."""
+        card = self.cards.get(server)
+        if card is None:
+            return []
+        return [
+            t.name
+            for t in card.body.tools
+            if policy_allows(self.policy, server, t.name)
+            and ((e := self.drift.get(server, t.name)) is None or e.exposed)
+        ]
 
     # -- the three tools ---------------------------------------------------------
 
@@ -452,7 +466,7 @@ class CatalogRuntime:
         if server not in self.servers:
             raise UnknownToolError(
                 f"no server {server!r} in catalog {self.name!r}; "
-                f"known: {', '.join(sorted(self.servers))}",
+                f"{did_you_mean(server, self.servers, what='servers in it')}",
                 code="unknown_server",
                 server=server,
             )
