@@ -181,7 +181,7 @@ def servers(
         result = await connect_live(cfg)
         try:
             show_reports(result, json_out=json_out)
-            return result.summary()["connected"], list(result.failed)
+            return int(result.summary()["connected"]), list(result.failed)
         finally:
             await result.aclose()
 
