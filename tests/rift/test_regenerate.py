@@ -14,9 +14,11 @@ from cartograph.cards.attest import build_body
 from cartograph.cards.generators.base import ServerText, ToolText
 from cartograph.cards.generators.template import TemplateGenerator
 from cartograph.cards.keys import SigningKey, write_private_key
+from cartograph.cards.loading import load_verified_for_config
 from cartograph.cards.model import Capability
+from cartograph.cards.paths import key_path, trust_path
 from cartograph.cards.signing import sign_card
-from cartograph.cards.store import CardStore, key_path, load_verified_for_config, trust_path
+from cartograph.cards.store import CardStore
 from cartograph.cards.trust import TrustSet, save_trust
 from cartograph.catalog import save_catalog
 from cartograph.cli.main import build_app

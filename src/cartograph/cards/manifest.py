@@ -36,12 +36,7 @@ from typing import Any, Final
 from cartograph.cards.canonical import canonical_bytes, loads_strict, sha256_hex
 from cartograph.cards.keys import SigningKey
 from cartograph.cards.signing import ALGORITHM, Verification, parse_card
-from cartograph.cards.store import (
-    CardLoadReport,
-    CardStore,
-    card_filename,
-    read_card_bytes,
-)
+from cartograph.cards.store import CardLoadReport, CardStore, card_filename, read_card_bytes
 from cartograph.cards.trust import TrustSet
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import CardError, CardFormatError, RollbackError, SignatureError

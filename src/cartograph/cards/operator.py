@@ -17,7 +17,7 @@ from cartograph.cards.keys import (
     write_private_key,
     write_public_key,
 )
-from cartograph.cards.store import key_path, public_key_path, trust_path
+from cartograph.cards.paths import key_path, public_key_path, trust_path
 from cartograph.cards.trust import TrustedKey, load_trust, save_trust
 from cartograph.config.model import Config
 from cartograph.errors import KeyFileError

@@ -31,19 +31,14 @@ from cartograph.cards.signing import (
     render_card,
     verify_card,
 )
-from cartograph.cards.trust import TrustSet, load_trust
+from cartograph.cards.trust import TrustSet
 from cartograph.cards.verified import VerifiedCards
-from cartograph.config.model import Config
 from cartograph.errors import CardError, CardFormatError, RollbackError
 from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
 
 CARD_SUFFIX: Final = ".card.json"
 ACCEPTED_FILE: Final = "accepted.json"
 CARDS_DIR: Final = "cards"
-TRUST_FILE: Final = "trust.toml"
-KEY_DIR: Final = "keys"
-KEY_FILE: Final = "operator.key"
-PUBLIC_SUFFIX: Final = ".pub"
 
 log = logging.getLogger(__name__)
 
@@ -268,88 +263,3 @@ def _read_limited(path: Path) -> bytes:
         )
     with path.open("rb") as handle:
         return handle.read(MAX_CARD_BYTES + 1)
-
-
-def trust_path(config: Config) -> Path:
-    return config.cards.trust or config.state_dir / TRUST_FILE
-
-
-def key_path(config: Config) -> Path:
-    return config.cards.key or config.state_dir / KEY_DIR / KEY_FILE
-
-
-def public_key_path(private: Path) -> Path:
-    return private.with_name(private.name + PUBLIC_SUFFIX)
-
-
-def load_report_for_config(config: Config) -> CardLoadReport:
-    """Verify the configured servers' cards against the configured trust set."""
-    store = CardStore(config.state_dir)
-    names = [s.name for s in config.enabled_servers] or None
-    present = set(store.servers())
-    wanted = [n for n in names if n in present] if names is not None else None
-    trust = load_trust(trust_path(config))
-    from cartograph.cards.manifest import load_with_manifest
-
-    # One signature over every card when bootstrap wrote a manifest; else each card's own.
-    pinned = load_with_manifest(store, trust, wanted)
-    return pinned if pinned is not None else store.load(trust, servers=wanted)
-
-
-def require_serving_state(config: Config) -> None:
-    """Raise, naming the command that fixes it, unless there is something to serve.
-
-    What every serving entry point (``serve``, and ``discover`` / ``call`` /
-    ``status`` on the command line) needs before it loads anything: a config
-    that names servers, a trust set with a key in it, and at least one card for
-    a configured server. Without this check each of them "worked" and served
-    an empty catalog — an empty table with exit 0 (issue 12).
-    """
-    from cartograph.errors import ConfigError
-
-    where = str(config.source) if config.source is not None else "the config"
-    names = [s.name for s in config.enabled_servers]
-    if not names:
-        raise ConfigError(
-            f"{where} names no servers: add [servers.NAME] tables (or import an mcpServers "
-            "file, docs/config.md), then run `cartograph bootstrap`",
-            code="no_servers",
-        )
-    trust = trust_path(config)
-    if not load_trust(trust).keys:
-        raise CardError(
-            f"no trusted key in {trust}: run `cartograph keys init` (creates the operator key "
-            "and trusts it), then `cartograph bootstrap`",
-            code="no_trust",
-        )
-    store = CardStore(config.state_dir)
-    if not set(store.servers()) & set(names):
-        raise CardError(
-            f"no signed card for any configured server in {store.root}: run `cartograph bootstrap`",
-            code="no_cards",
-        )
-
-
-def load_verified_for_config(config: Config) -> VerifiedCards:
-    """What start-up uses: verified cards only; failures are logged and left out."""
-    report = load_report_for_config(config)
-    for server, exc in report.failures.items():
-        log.warning("card for %s not loaded (%s): %s", server, exc.code, exc.message)
-    return report.verified
-
-
-def load_stored_for_config(config: Config, *, code: str) -> VerifiedCards | None:
-    """The operator's verified cards, or ``None`` when the state directory has none yet.
-
-    Card files none of which verify are an error (``code``), not "no cards": the
-    callers would otherwise fall back to template cards the proxy does not serve.
-    """
-    if not CardStore(config.state_dir).servers():
-        return None
-    cards = load_verified_for_config(config)
-    if not cards:
-        raise CardError(
-            f"no card in {config.state_dir} verified; run `cartograph cards verify` to see why",
-            code=code,
-        )
-    return cards

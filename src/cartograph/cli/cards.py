@@ -79,7 +79,7 @@ def keys_list(
     config: ConfigOption = None, state_dir: StateDirOption = None, json_out: JsonOption = False
 ) -> None:
     """The trust set: trusted keys, their server scopes, and revocations."""
-    from cartograph.cards.store import trust_path
+    from cartograph.cards.paths import trust_path
     from cartograph.cards.trust import load_trust
 
     trust = load_trust(trust_path(_config(config, state_dir)))
@@ -110,7 +110,7 @@ def keys_trust(
 ) -> None:
     """Add another operator's public key to the trust set, scoped to server patterns."""
     from cartograph.cards.keys import load_public_key
-    from cartograph.cards.store import trust_path
+    from cartograph.cards.paths import trust_path
     from cartograph.cards.trust import TrustedKey, load_trust, save_trust
 
     path = trust_path(_config(config, state_dir))
@@ -127,7 +127,7 @@ def keys_revoke(
     state_dir: StateDirOption = None,
 ) -> None:
     """Revoke a key: cards it signed stop verifying, even with valid signatures."""
-    from cartograph.cards.store import trust_path
+    from cartograph.cards.paths import trust_path
     from cartograph.cards.trust import load_trust, save_trust
 
     path = trust_path(_config(config, state_dir))
@@ -162,7 +162,8 @@ def bootstrap(
     from cartograph.cards.bootstrap import attest_catalog
     from cartograph.cards.keys import load_private_key
     from cartograph.cards.overrides import load_overrides
-    from cartograph.cards.store import CardStore, key_path, trust_path
+    from cartograph.cards.paths import key_path, trust_path
+    from cartograph.cards.store import CardStore
     from cartograph.cards.trust import load_trust
     from cartograph.cli.federation import federation_catalog, only_servers
 
@@ -242,7 +243,8 @@ def cards_verify(
     config: ConfigOption = None, state_dir: StateDirOption = None, json_out: JsonOption = False
 ) -> None:
     """Verify every card on disk; exit 1 naming each card that fails and why."""
-    from cartograph.cards.store import CardStore, trust_path
+    from cartograph.cards.paths import trust_path
+    from cartograph.cards.store import CardStore
     from cartograph.cards.trust import load_trust
 
     cfg = _config(config, state_dir)
@@ -285,7 +287,8 @@ def cards_show(
     json_out: JsonOption = False,
 ) -> None:
     """Show one verified card: identity, capability, and every tool's text."""
-    from cartograph.cards.store import CardStore, trust_path
+    from cartograph.cards.paths import trust_path
+    from cartograph.cards.store import CardStore
     from cartograph.cards.trust import load_trust
 
     cfg = _config(config, state_dir)
@@ -338,7 +341,8 @@ def cards_diff(
     after normalisation) is a difference too: nothing says it is unchanged.
     """
     from cartograph.cards.drift import check_drift
-    from cartograph.cards.store import CardStore, trust_path
+    from cartograph.cards.paths import trust_path
+    from cartograph.cards.store import CardStore
     from cartograph.cards.trust import load_trust
     from cartograph.cli.federation import federation_catalog
 

@@ -20,7 +20,8 @@ from cartograph.cards.bootstrap import BootstrapResult, attest_catalog
 from cartograph.cards.generators.template import TemplateGenerator
 from cartograph.cards.operator import OperatorKey, ensure_operator_key
 from cartograph.cards.overrides import OverridingGenerator, load_overrides
-from cartograph.cards.store import CardStore, trust_path
+from cartograph.cards.paths import trust_path
+from cartograph.cards.store import CardStore
 from cartograph.cards.trust import load_trust
 from cartograph.catalog.model import Catalog
 from cartograph.config.loader import load_config

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.store import CardStore
 from cartograph.cards.trust import load_trust
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.snapshot import load_catalog
@@ -48,11 +48,4 @@ def _load_cards(cards_dir: Path, trust: Path | None) -> VerifiedCards:
         raise ConfigError(
             "--cards needs --trust FILE naming the keys that signed them", code="eval_needs_trust"
         )
-    try:  # the card store ships with `cartograph bootstrap` (cards package)
-        store_module = importlib.import_module("cartograph.cards.store")
-    except ImportError as exc:
-        raise ConfigError(
-            "--cards needs the card store (cartograph.cards.store)", code="no_card_store"
-        ) from exc
-    cards: VerifiedCards = store_module.CardStore(cards_dir).load_verified(load_trust(trust))
-    return cards
+    return CardStore(cards_dir).load_verified(load_trust(trust))

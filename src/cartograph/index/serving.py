@@ -51,7 +51,7 @@ def serving_cards_and_failures(
     config: Config, servers: Iterable[str]
 ) -> tuple[VerifiedCards, dict[str, str]]:
     """:func:`serving_cards`, plus each refused card's error code (``status`` shows it)."""
-    from cartograph.cards.store import load_report_for_config, require_serving_state
+    from cartograph.cards.loading import load_report_for_config, require_serving_state
     from cartograph.errors import CardError
 
     require_serving_state(config)

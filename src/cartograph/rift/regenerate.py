@@ -172,8 +172,10 @@ def regenerate_tools(config: Config, report: RiftReport) -> RegenerateOutcome:
         return outcome
     from cartograph.cards.attest import build_body
     from cartograph.cards.keys import load_private_key
+    from cartograph.cards.loading import load_verified_for_config
+    from cartograph.cards.paths import key_path
     from cartograph.cards.signing import sign_card, verify_card
-    from cartograph.cards.store import CardStore, key_path, load_verified_for_config
+    from cartograph.cards.store import CardStore
     from cartograph.cards.trust import TrustSet
 
     wanted = {m.server for c in report.clusters for m in c.regenerate}
@@ -222,7 +224,7 @@ def regenerate_tools(config: Config, report: RiftReport) -> RegenerateOutcome:
         store.write(signed)
         outcome.versions[server_name] = body.provenance.card_version
     from cartograph.cards.manifest import write_manifest
-    from cartograph.cards.store import trust_path
+    from cartograph.cards.paths import trust_path
     from cartograph.cards.trust import load_trust
 
     write_manifest(store, key, load_trust(trust_path(config)))  # start-up serves only these

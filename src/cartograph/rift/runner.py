@@ -79,7 +79,7 @@ def settings_for(config: Config, *, paper: bool = False, **overrides: Any) -> Ri
 async def load_cards(config: Config, catalog_path: Path | None) -> CardSource:
     """The cards Rift analyses: stored operator cards, else a snapshot attested in memory."""
     from cartograph.cards.attest import attest_in_memory
-    from cartograph.cards.store import load_stored_for_config
+    from cartograph.cards.loading import load_stored_for_config
 
     if catalog_path is None:
         stored = load_stored_for_config(config, code="rift_no_verified_cards")

@@ -7,12 +7,7 @@ the functions call :mod:`cartograph.stubs.runtime`, which talks to a running
 `cartograph serve` through its `call` tool.
 """
 
-from cartograph.stubs.generate import (
-    DEFAULT_PACKAGE,
-    Skipped,
-    StubPackage,
-    generate_stubs,
-    write_stubs,
-)
+from cartograph.stubs.generate import DEFAULT_PACKAGE, StubPackage, generate_stubs, write_stubs
+from cartograph.stubs.render import Skipped
 
 __all__ = ["DEFAULT_PACKAGE", "Skipped", "StubPackage", "generate_stubs", "write_stubs"]

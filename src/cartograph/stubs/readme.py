@@ -9,8 +9,7 @@ from cartograph import __version__
 from cartograph.stubs.render import docstring
 
 if TYPE_CHECKING:
-    from cartograph.stubs.generate import Skipped
-    from cartograph.stubs.render import ServerModule
+    from cartograph.stubs.render import ServerModule, Skipped
 
 
 def render_init(package: str, modules: Sequence[ServerModule]) -> str:

@@ -78,6 +78,15 @@ class ToolStub:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """A tool left out of the generated package, and why (listed in its README)."""
+
+    server: str
+    tool: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class ServerModule:
     module: str
     server: str

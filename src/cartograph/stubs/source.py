@@ -34,7 +34,7 @@ async def load_stub_source(
 ) -> StubSource:
     """Verified cards plus the drift of the federation they describe."""
     from cartograph.cards.attest import attest_in_memory
-    from cartograph.cards.store import load_stored_for_config
+    from cartograph.cards.loading import load_stored_for_config
     from cartograph.upstream.federation import load_catalog_for
 
     say = notify or (lambda _message: None)
