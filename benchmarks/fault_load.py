@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -269,13 +269,13 @@ def heavy_discover_request(chars: int = HEAVY_TASK_CHARS) -> tuple[dict[str, str
 def _post_until(
     url: str, headers: dict[str, str], body: bytes, run: LoadRun, stop: threading.Event
 ) -> None:
-    with httpx.Client(timeout=120) as http:
+    with httpx2.Client(timeout=120) as http:
         while not stop.is_set():
             started = time.perf_counter()
             try:
                 response = http.post(url, content=body, headers=headers)
                 result = _rpc_result(response)
-            except (httpx.HTTPError, ValueError) as exc:
+            except (httpx2.HTTPError, ValueError) as exc:
                 result_code = f"transport:{type(exc).__name__}"
             else:
                 result_code = result
@@ -284,7 +284,7 @@ def _post_until(
             run.heavy_codes[result_code] = run.heavy_codes.get(result_code, 0) + 1
 
 
-def _rpc_result(response: httpx.Response) -> str:
+def _rpc_result(response: httpx2.Response) -> str:
     """The outcome of one JSON or SSE JSON-RPC response: ``ok``, the tool error code, or HTTP."""
     if response.status_code != 200:
         return f"http_{response.status_code}"

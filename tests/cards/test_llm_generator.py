@@ -23,7 +23,7 @@ def generator(fake: FakeLLM, **config: object) -> LLMGenerator:
         base_url=fake.base_url,
         model="fake-model",
         api_key_env="TEST_LLM_KEY",
-        **config,  # type: ignore[arg-type]
+        **config,
     )
     return LLMGenerator(settings, environ={"TEST_LLM_KEY": "sk-test"}, backoff_base=0.0)
 

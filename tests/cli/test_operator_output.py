@@ -180,7 +180,12 @@ def test_serve_http_prints_the_url_it_listens_on(tmp_path: Path) -> None:
     lines: queue.Queue[str] = queue.Queue()
     assert process.stderr is not None
     stream = process.stderr
-    reader = threading.Thread(target=lambda: [lines.put(x) for x in stream], daemon=True)
+
+    def read_lines() -> None:
+        for line in stream:
+            lines.put(line)
+
+    reader = threading.Thread(target=read_lines, daemon=True)
     reader.start()
     try:
         line = ""

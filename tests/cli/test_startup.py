@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from cartograph.cli.main import build_app
 
-HEAVY = ("mcp", "pydantic", "numpy", "onnxruntime", "httpx", "bm25s", "rich.progress")
+HEAVY = ("mcp", "pydantic", "numpy", "onnxruntime", "httpx2", "bm25s", "rich.progress")
 
 
 def _modules_after(code: str) -> list[str]:

@@ -159,7 +159,7 @@ def http_client(base: str, token: str | None = None) -> httpx2.Client:
     return httpx2.Client(base_url=base, headers=headers, timeout=10)
 
 
-INIT_BODY = {
+INIT_BODY: dict[str, Any] = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
@@ -264,7 +264,7 @@ def modern_call(tool: str, arguments: dict[str, Any]) -> tuple[dict[str, str], d
 
 
 def modern_request(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``httpx`` keyword arguments for one self-contained 2026-07-28 request."""
+    """``httpx2`` keyword arguments for one self-contained 2026-07-28 request."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {},

@@ -49,6 +49,6 @@ async def test_serving_refuses_a_remote_bind_without_auth_before_touching_upstre
     with pytest.raises(ConfigError) as caught:
         await run_http(
             Config(), host="0.0.0.0", port=0, allow_remote=True, environ={}, surfaces=never
-        )  # type: ignore[arg-type]
+        )
     assert caught.value.code == "remote_bind_needs_auth"
     assert started == []

@@ -16,7 +16,7 @@ SERVERS = (ServerConfig(name="s1", command="x"), ServerConfig(name="s2", command
 
 
 def _config(*catalogs: CatalogConfig, mode: str = "per-catalog") -> Config:
-    return Config(servers=SERVERS, catalogs=catalogs, http=HttpConfig(mount_mode=mode))  # type: ignore[arg-type]
+    return Config(servers=SERVERS, catalogs=catalogs, http=HttpConfig(mount_mode=mode))
 
 
 def test_an_explicit_prefix_with_routing_on_in_config_is_fatal_naming_catalog_and_key() -> None:
@@ -45,7 +45,7 @@ def test_an_explicit_prefix_is_fatal_when_routing_comes_from_the_env_or_the_flag
 def test_the_derived_prefix_applies_with_two_catalogs_and_routing_does_not_fail_over_it() -> None:
     config = _config(CatalogConfig(name="ops-a"), CatalogConfig(name="dev"))
     for mode in ("per-catalog", "routed"):
-        resolved = resolve_catalogs(config, mode)  # type: ignore[arg-type]
+        resolved = resolve_catalogs(config, mode)
         assert [(c.tool_prefix, c.prefix_source) for c in resolved] == [
             ("ops_a_", "derived"),
             ("dev_", "derived"),

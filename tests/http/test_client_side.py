@@ -29,7 +29,7 @@ def _connect(base: str, client_file: Path) -> tuple[str, ...]:
     return ("connect", "--url", base, "--client", "claude-code", "--target", str(client_file))
 
 
-def _entries(path: Path) -> dict[str, dict[str, str]]:
+def _entries(path: Path) -> dict[str, dict[str, Any]]:
     return dict(json.loads(path.read_text())["mcpServers"])
 
 

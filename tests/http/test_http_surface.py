@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -90,7 +91,7 @@ def test_a_chunked_body_over_the_limit_gets_413_without_content_length() -> None
     headers, over = _padded_call(DEFAULT_MAX_BODY_BYTES + 1)
     _, under = _padded_call(DEFAULT_MAX_BODY_BYTES)
 
-    def chunks(data: bytes) -> object:
+    def chunks(data: bytes) -> Iterator[bytes]:
         for start in range(0, len(data), 64 * 1024):
             yield data[start : start + 64 * 1024]
 

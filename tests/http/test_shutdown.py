@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 from mcp.types import CallToolResult
 
@@ -127,7 +127,7 @@ async def test_while_draining_new_requests_are_refused_and_a_second_signal_ends_
         with anyio.fail_after(60):
             async with (
                 mcp_client(served.mcp, mode="legacy") as client,
-                httpx.AsyncClient(base_url=served.base, timeout=10) as raw,
+                httpx2.AsyncClient(base_url=served.base, timeout=10) as raw,
             ):
                 upstream_pid = int(text(await call(client, "pid")))
                 assert (await raw.get("/health")).status_code == 200  # a kept-alive connection
@@ -153,7 +153,7 @@ async def test_while_draining_new_requests_are_refused_and_a_second_signal_ends_
     assert [r["outcome"] for r in records if r.get("http_status") == 503] == ["shutting_down"]
 
 
-async def _refused_while_draining(raw: httpx.AsyncClient) -> httpx.Response:
+async def _refused_while_draining(raw: httpx2.AsyncClient) -> httpx2.Response:
     """A request on the already-open connection once the drain has begun (bounded)."""
     with anyio.fail_after(10):
         while True:

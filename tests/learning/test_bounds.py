@@ -53,7 +53,7 @@ def learning(path: Path, catalog: str = "default", **config: object) -> CatalogL
         SqliteUsageStore(path),
         catalog=catalog,
         embedder=FakeEmbedder(),
-        config=LearningConfig(**config),  # type: ignore[arg-type]
+        config=LearningConfig(**config),
     )
 
 

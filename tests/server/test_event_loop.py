@@ -94,7 +94,7 @@ async def test_a_four_megabyte_task_is_refused_as_task_too_long_before_any_embed
         huge = "add two integers " * 250_000  # ~4.2 MB
         refused = await discover(h, huge)
         assert code(refused) == "task_too_long"
-        error = refused.structured_content["error"]  # type: ignore[index]
+        error = refused.structured_content["error"]
         assert (error["limit"], error["length"]) == (4000, len(huge))
         assert "index.max_task_chars" in error["message"]
         assert len(embedder.seen) == embedded_before  # nothing was embedded for it

@@ -39,7 +39,9 @@ def config(tmp_path: Path) -> Path:
 
 def test_inspector_lists_exactly_the_three_proxy_tools(config: Path) -> None:
     listed = inspect(config, "--method", "tools/list")
-    assert [t["name"] for t in listed["tools"]] == ["discover", "status", "call"]  # type: ignore[index,union-attr]
+    tools = listed["tools"]
+    assert isinstance(tools, list)
+    assert [t["name"] for t in tools] == ["discover", "status", "call"]
 
 
 def test_inspector_calls_an_upstream_tool_through_call(config: Path) -> None:

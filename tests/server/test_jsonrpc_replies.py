@@ -96,7 +96,7 @@ def test_cartograph_serve_over_pipes_answers_each_unparseable_request(tmp_path: 
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(_lines(tmp_path))
         process.stdin.flush()
-        replies = []
+        replies: list[dict[str, Any]] = []
         while not {"ready", "last"} <= {r.get("id") for r in replies}:  # both always answer
             replies.append(json.loads(process.stdout.readline()))
         process.stdin.close()  # end of input: what is still owed goes out before exit

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -68,7 +69,7 @@ async def test_an_sdk_client_lists_discovers_calls_and_reads_status(tmp_path: Pa
 @pytest.mark.promise("P-STDIO-1")
 def test_every_stdout_byte_is_json_rpc_even_with_debug_logging(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    requests = [
+    requests: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "t", "version": "0"}}},

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 
 SERVE = ("-m", "cartograph.cli.main", "serve", "--attest-in-memory")
 
@@ -67,9 +67,9 @@ def wait_healthy(served: ServeProcess, limit: float) -> None:
         if served.process.poll() is not None:
             raise AssertionError(f"serve exited with {served.process.returncode}")
         try:
-            if httpx.get(f"{served.base}/health", timeout=1.0).status_code == 200:
+            if httpx2.get(f"{served.base}/health", timeout=1.0).status_code == 200:
                 return
-        except httpx.TransportError:
+        except httpx2.TransportError:
             pass
         time.sleep(0.1)
     raise AssertionError(f"{served.base} never became healthy")

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-import httpx
+import httpx2
 import pytest
 from typer.testing import CliRunner
 
@@ -140,9 +140,9 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], attempts: int = 12
         if process.poll() is not None:
             raise AssertionError(f"serve exited with {process.returncode}")
         try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
+            if httpx2.get(url, timeout=1.0).status_code == 200:
                 return
-        except httpx.TransportError:
+        except httpx2.TransportError:
             pass
         try:
             process.wait(timeout=0.5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from anyio.abc import ByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from cartograph.upstream._stdio_lines import LineAlignedTextReceiveStream
@@ -21,7 +22,7 @@ async def _chunks(pieces: list[bytes]) -> list[str]:
         return [chunk async for chunk in stream]
 
 
-class _ByteStream:
+class _ByteStream(ByteReceiveStream):
     """A byte receive stream over a memory object stream (what a pipe hands the reader)."""
 
     def __init__(self, inner: MemoryObjectReceiveStream[bytes]) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Final
 
-import httpx
+import httpx2
 import jsonschema
 
 from cartograph.cards.generators.base import GeneratorInfo, Progress, ServerText, ToolText
@@ -115,7 +115,7 @@ class LLMGenerator:
         config: LLMGeneratorConfig,
         *,
         environ: Mapping[str, str] | None = None,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx2.BaseTransport | None = None,
         backoff_base: float = BACKOFF_BASE,
     ) -> None:
         self.config = config
@@ -161,16 +161,16 @@ class LLMGenerator:
             server=server.name,
         )
 
-    def _client(self) -> httpx.Client:
+    def _client(self) -> httpx2.Client:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        return httpx.Client(
+        return httpx2.Client(
             base_url=self.config.base_url.rstrip("/") + "/",
             headers=headers,
             timeout=self.config.timeout,
             transport=self._transport,
         )
 
-    def _ask(self, client: httpx.Client, server: ServerDef) -> dict[str, Any]:
+    def _ask(self, client: httpx2.Client, server: ServerDef) -> dict[str, Any]:
         payload = {
             "model": self.config.model,
             "temperature": 0,
@@ -182,7 +182,7 @@ class LLMGenerator:
         }
         try:
             response = client.post("chat/completions", json=payload)
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise GeneratorError(
                 f"LLM endpoint {self.config.base_url} unreachable: {type(exc).__name__}",
                 code="llm_unreachable",
@@ -226,7 +226,7 @@ class LLMGenerator:
         )
 
 
-def _reply_object(response: httpx.Response) -> dict[str, Any]:
+def _reply_object(response: httpx2.Response) -> dict[str, Any]:
     if len(response.content) > MAX_REPLY_BYTES:
         raise GeneratorError("LLM reply is too large", code="llm_bad_reply")
     try:
