@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.eval.calibrate import CalibrationSet, calibrate_on_sets
 from cartograph.eval.data import load_queries
@@ -36,9 +36,13 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     model = get_embedder(args.embedder)
-    demo = ToolIndex.build(attest_in_memory(load_catalog(DEMO / "catalog.json")), model)
+    demo = ToolIndex.build(
+        attest_with_unsafe_throwaway_key(load_catalog(DEMO / "catalog.json")), model
+    )
     live_dir = BENCH / "livemcpbench"
-    live = ToolIndex.build(attest_in_memory(load_catalog(live_dir / "catalog.json")), model)
+    live = ToolIndex.build(
+        attest_with_unsafe_throwaway_key(load_catalog(live_dir / "catalog.json")), model
+    )
     report = calibrate_on_sets(
         [
             CalibrationSet("demo-single-step", demo, load_queries(DEMO / "single_step.jsonl")),

@@ -31,7 +31,7 @@ from tests.servers.support import scriptable, toml_for  # noqa: E402
 async def first_discover(config: Path, attest: bool) -> float:
     args = ["-m", "cartograph.cli.main", "serve", "--config", str(config)]
     if attest:
-        args.append("--attest-in-memory")
+        args.append("--unsafe-throwaway-key")
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
     start = time.perf_counter()
     async with Client(params, mode="legacy") as client:
@@ -63,7 +63,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", type=Path)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--attest-in-memory", action="store_true")
+    parser.add_argument("--unsafe-throwaway-key", action="store_true")
     options = parser.parse_args()
-    report = anyio.run(main, options.config, options.runs, options.attest_in_memory)
+    report = anyio.run(main, options.config, options.runs, options.unsafe_throwaway_key)
     print(json.dumps(report, indent=2))

@@ -13,10 +13,10 @@ Issue 5's token benchmark, measured on the wire with the cl100k tokenizer
 
 A task cycle is (b)'s ``tools/list`` plus one ``discover``. The proxy runs
 with the signed cards in ``--state-dir`` (``cartograph demo`` makes them;
-``--attest-in-memory`` signs with a throwaway key instead).
+``--unsafe-throwaway-key`` signs with a throwaway key instead).
 
     .venv/bin/python benchmarks/demo_tokens.py [--catalog F | --save-catalog F]
-        [--state-dir demo/.state | --attest-in-memory] [--json]
+        [--state-dir demo/.state | --unsafe-throwaway-key] [--json]
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def _result_text(line: str, result: Any) -> str:
 def proxy(state_dir: Path | None, attest: bool, log: IO[str]) -> Iterator[RawProxy]:
     argv = [sys.executable, "-m", "cartograph.cli.main", "serve", "--config", str(CONFIG)]
     argv += ["--state-dir", str(state_dir)] if state_dir is not None else []
-    argv += ["--attest-in-memory"] if attest else []
+    argv += ["--unsafe-throwaway-key"] if attest else []
     raw = RawProxy(argv, log)
     try:
         raw.handshake()
@@ -221,7 +221,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         portal.wrap_async_context_manager(everything_over_http(DEMO, export=True)),
     ):
         catalog = federation_catalog(args.catalog, args.save_catalog)
-        with log_path.open("w") as log, proxy(args.state_dir, args.attest_in_memory, log) as raw:
+        with (
+            log_path.open("w") as log,
+            proxy(args.state_dir, args.unsafe_throwaway_key, log) as raw,
+        ):
             report = measure(catalog, raw)
     return report
 
@@ -255,10 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--catalog", type=Path, help="a `cartograph snapshot` of the federation")
     parser.add_argument("--save-catalog", type=Path, help="save the live catalog here")
     parser.add_argument("--state-dir", type=Path, default=DEMO / ".state")
-    parser.add_argument("--attest-in-memory", action="store_true")
+    parser.add_argument("--unsafe-throwaway-key", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    if not args.attest_in_memory and not (args.state_dir / "cards").is_dir():
+    if not args.unsafe_throwaway_key and not (args.state_dir / "cards").is_dir():
         print(f"no cards in {args.state_dir}: run `bash scripts/demo` first", file=sys.stderr)
         return 2
     report = run(args)

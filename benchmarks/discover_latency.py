@@ -97,7 +97,7 @@ class _TableEmbedder:
 
 
 def prepare(scale: str, state_dir: Path) -> dict[str, Any]:
-    from cartograph.cards.attest import attest_in_memory
+    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.index.cache import EmbeddingCache
     from cartograph.index.embedders import get_embedder
     from cartograph.index.entries import entries_from_cards
@@ -105,7 +105,7 @@ def prepare(scale: str, state_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     catalog, _, parts = load_scale(scale, 0)
     assert parts is not None
-    entries = entries_from_cards(attest_in_memory(catalog))
+    entries = entries_from_cards(attest_with_unsafe_throwaway_key(catalog))
     model = get_embedder("minilm")
     units = sorted({*VERBS, *OBJECTS, *DOMAINS, *QUALIFIERS})
     unit_vectors = dict(zip(units, model.embed(units), strict=True))
@@ -134,7 +134,7 @@ def prepare(scale: str, state_dir: Path) -> dict[str, Any]:
 
 
 def measure(scale: str, state_dir: Path, queries: int, methods: list[str]) -> dict[str, Any]:
-    from cartograph.cards.attest import attest_in_memory
+    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.index.cache import EmbeddingCache
     from cartograph.index.discover import discover
     from cartograph.index.embedders import get_embedder
@@ -143,7 +143,7 @@ def measure(scale: str, state_dir: Path, queries: int, methods: list[str]) -> di
     t0 = time.perf_counter()
     catalog, tasks, _ = load_scale(scale, queries)
     t1 = time.perf_counter()
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     t2 = time.perf_counter()
     cache = EmbeddingCache(state_dir)
     index = ToolIndex.build(cards, get_embedder("minilm"), cache=cache)

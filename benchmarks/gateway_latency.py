@@ -62,7 +62,7 @@ def stats(samples: list[float]) -> dict[str, float]:
 def proxy_params(config: Path, mode: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "cartograph.cli.main", "serve", "--attest-in-memory",
+        args=["-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key",
               "--config", str(config), "--mode", mode],
         cwd=str(ROOT),
     )  # fmt: skip

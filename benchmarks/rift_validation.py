@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.eval.data import EvalQuery, load_queries
 from cartograph.index.cache import EmbeddingCache
@@ -131,7 +131,7 @@ def hostile_set(corpus: Path, base: Path, out: Path) -> Path:
 
 def run_set(name: str, folder: Path, per_tool: int, cache_dir: Path) -> dict[str, Any]:
     catalog = load_catalog(folder / "catalog.json")
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     model = get_embedder("minilm")
     cache = EmbeddingCache(cache_dir)
     index = ToolIndex.build(cards, model, cache=cache)

@@ -32,7 +32,7 @@ from typing import Any
 import tiktoken
 from mcp.types import CallToolResult, TextContent
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.model import Catalog, ToolDef
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.index.discover import DiscoverResult, discover
@@ -74,7 +74,7 @@ def measure(catalog: Catalog, tasks: list[str], embedder: str) -> dict[str, Any]
 
     raw = {(s.name, t.name): raw_tool(t) for s in catalog.servers for t in s.tools}
     surface = fixed_surface()
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     index = ToolIndex.build(cards, get_embedder(embedder))
     text_tokens: list[int] = []
     structured_tokens: list[int] = []

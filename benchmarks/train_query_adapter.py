@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.eval.data import EvalQuery, load_queries
 from cartograph.eval.metrics import MRR_DEPTH, query_metrics
@@ -128,7 +128,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     model = get_embedder("minilm")
-    cards = attest_in_memory(load_catalog(TRAIN / "catalog.json"))
+    cards = attest_with_unsafe_throwaway_key(load_catalog(TRAIN / "catalog.json"))
     entries = entries_from_cards({s: cards.ensure_intact(s) for s in cards})
     tools = tool_vectors(
         model.embed([e.text for e in entries]), model.embed([e.name_text for e in entries])
@@ -155,7 +155,7 @@ def main() -> None:
         ("livemcpbench", BENCH / "catalog.json", BENCH / "queries.jsonl"),
         ("demo-single-step", DEMO / "catalog.json", DEMO / "single_step.jsonl"),
     ):
-        index = ToolIndex.build(attest_in_memory(load_catalog(catalog)), model)
+        index = ToolIndex.build(attest_with_unsafe_throwaway_key(load_catalog(catalog)), model)
         adapted = ToolIndex(index.corpus, query_adapter=adapter)
         qs = load_queries(queries)
         base, fitted = zero_shot(index, qs), zero_shot(adapted, qs)

@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.eval.data import load_queries
 from cartograph.eval.raw import raw_entries
@@ -45,7 +45,7 @@ def tune_set(spec: str, model: Embedder, *, raw: bool) -> TuneSet:
     if raw:
         index = ToolIndex.from_entries(raw_entries(catalog), model)
     else:
-        index = ToolIndex.build(attest_in_memory(catalog), model)
+        index = ToolIndex.build(attest_with_unsafe_throwaway_key(catalog), model)
     return TuneSet(name, index, load_queries(Path(queries_path)))
 
 

@@ -20,7 +20,7 @@ import random
 import sys
 from pathlib import Path
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.eval.data import load_queries
 from cartograph.eval.learning import replay, zero_shot_pass
@@ -57,7 +57,9 @@ def main() -> None:
     queries = queries[: args.limit]
     cache = EmbeddingCache(args.cache) if args.cache else None
     index = ToolIndex.build(
-        attest_in_memory(load_catalog(args.catalog)), get_embedder(args.embedder), cache=cache
+        attest_with_unsafe_throwaway_key(load_catalog(args.catalog)),
+        get_embedder(args.embedder),
+        cache=cache,
     )
     print(f"zero-shot pass over {len(queries)} queries…", file=sys.stderr)
     run = zero_shot_pass(index, queries)

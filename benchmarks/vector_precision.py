@@ -28,7 +28,7 @@ METHODS = ("hybrid", "dense", "two-stage")
 
 
 def run(bench: Path) -> dict[str, Any]:
-    from cartograph.cards.attest import attest_in_memory
+    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.catalog.snapshot import load_catalog
     from cartograph.eval.data import load_queries
     from cartograph.eval.harness import evaluate
@@ -37,7 +37,7 @@ def run(bench: Path) -> dict[str, Any]:
     from cartograph.index.embedders import get_embedder
     from cartograph.index.tool_index import ToolIndex
 
-    cards = attest_in_memory(load_catalog(bench / "catalog.json"))
+    cards = attest_with_unsafe_throwaway_key(load_catalog(bench / "catalog.json"))
     queries = load_queries(bench / "queries.jsonl")
     with tempfile.TemporaryDirectory() as tmp:
         index32 = ToolIndex.build(cards, get_embedder("minilm"), cache=EmbeddingCache(Path(tmp)))

@@ -1,16 +1,16 @@
-"""attest_in_memory: the offline path other packages build on."""
+"""unsafe_throwaway_key: the offline path other packages build on."""
 
 from __future__ import annotations
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.model import Catalog
 from cartograph.errors import SignatureError
 
 
-def test_attest_in_memory_returns_a_verified_card_for_every_server(catalog: Catalog) -> None:
-    cards = attest_in_memory(catalog)
+def test_the_unsafe_throwaway_key_signs_a_verified_card_for_every_server(catalog: Catalog) -> None:
+    cards = attest_with_unsafe_throwaway_key(catalog)
 
     assert sorted(cards) == ["files", "weather"]
     assert [t.name for t in cards["files"].body.tools] == ["read_file", "writeFile"]
@@ -19,7 +19,7 @@ def test_attest_in_memory_returns_a_verified_card_for_every_server(catalog: Cata
 
 
 def test_in_memory_card_mutated_after_verification_is_refused(catalog: Catalog) -> None:
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     cards.ensure_intact("files")
 
     cards["files"].body.tools[0].input_schema["properties"]["evil"] = {"type": "string"}

@@ -17,7 +17,7 @@ from mcp.client.client import Client
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.drift import check_drift
 from cartograph.cards.generators.llm import _prompt
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
@@ -87,7 +87,7 @@ async def test_canary_in_publisher_descriptions_never_reaches_card_text() -> Non
     served = json.dumps(catalog.model_dump(by_alias=True))
     assert served.count(CANARY) >= 5  # the upstream really served the poison
 
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
 
     assert_clean(json.dumps(cards["quotes"].json_dict(), ensure_ascii=False))
 
@@ -96,7 +96,7 @@ async def test_canary_in_publisher_descriptions_never_reaches_card_text() -> Non
 @pytest.mark.promise("P-CARD-1")
 async def test_canary_never_reaches_index_source_text_or_discover_output() -> None:
     catalog = await list_catalog(poisoned_server())
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     index = ToolIndex.build(cards, get_embedder("fake"))
 
     for entry in entries_from_cards(cards):
@@ -112,7 +112,7 @@ async def test_canary_never_reaches_index_source_text_or_discover_output() -> No
 @pytest.mark.promise("P-CARD-1")
 async def test_canary_never_reaches_drift_errors_or_the_llm_prompt() -> None:
     catalog = await list_catalog(poisoned_server())
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     server = catalog.servers[0]
     changed = server.tools[0].model_copy(update={"description": f"New text {INJECTIONS[1]}"})
     drifted = Catalog(servers=(server.model_copy(update={"tools": (changed, *server.tools[1:])}),))

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog import load_catalog
 from cartograph.catalog.model import Catalog, ServerDef
@@ -44,7 +44,7 @@ def fixture(attack: str) -> dict[str, Any]:
 def federation() -> tuple[ToolIndex, VerifiedCards]:
     demo = load_catalog(DEMO)
     hostile = tuple(ServerDef.model_validate(fixture(a)["server"]) for a in ATTACKS)
-    cards = attest_in_memory(Catalog(servers=(*demo.servers, *hostile)))
+    cards = attest_with_unsafe_throwaway_key(Catalog(servers=(*demo.servers, *hostile)))
     return ToolIndex.build(cards, get_embedder("minilm")), cards
 
 
@@ -122,7 +122,8 @@ def test_publisher_text_lifts_no_hostile_tool_above_its_silent_twin() -> None:
     loud = [ServerDef.model_validate(fixture(a)["server"]) for a in ATTACKS]
     indexes = [
         ToolIndex.build(
-            attest_in_memory(Catalog(servers=(*demo.servers, *servers))), get_embedder("minilm")
+            attest_with_unsafe_throwaway_key(Catalog(servers=(*demo.servers, *servers))),
+            get_embedder("minilm"),
         )
         for servers in (loud, [silenced(s) for s in loud])
     ]

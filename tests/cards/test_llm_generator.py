@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.generators.llm import LLMGenerator
 from cartograph.cards.generators.schema import is_valid
 from cartograph.cards.generators.template import TemplateGenerator
@@ -37,7 +37,7 @@ def fake() -> Iterator[FakeLLM]:
 def test_llm_cards_are_signed_verified_and_sent_at_temperature_zero(
     fake: FakeLLM, catalog: Catalog
 ) -> None:
-    cards = attest_in_memory(catalog, generator(fake))
+    cards = attest_with_unsafe_throwaway_key(catalog, generator(fake))
 
     tool = cards["files"].tool("read_file")
     assert tool is not None
@@ -51,7 +51,7 @@ def test_llm_cards_are_signed_verified_and_sent_at_temperature_zero(
 def test_invalid_example_from_the_model_is_replaced_by_a_schema_valid_one(
     fake: FakeLLM, catalog: Catalog
 ) -> None:
-    cards = attest_in_memory(catalog, generator(fake))
+    cards = attest_with_unsafe_throwaway_key(catalog, generator(fake))
 
     for server in catalog.servers:
         for tool in server.tools:
@@ -114,7 +114,7 @@ def test_unreachable_endpoint_fails_with_a_clear_error(catalog: Catalog) -> None
 def test_the_model_writes_when_to_use_synonyms_and_example_tasks(
     fake: FakeLLM, catalog: Catalog
 ) -> None:
-    cards = attest_in_memory(catalog, generator(fake))
+    cards = attest_with_unsafe_throwaway_key(catalog, generator(fake))
 
     tool = cards["files"].tool("read_file")
     assert tool is not None

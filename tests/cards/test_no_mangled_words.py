@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.generators.text import fold_confusables
 from cartograph.cards.model import CardBody
 from cartograph.catalog import load_catalog
@@ -78,8 +78,10 @@ def strings(value: Any) -> Iterable[str]:
 
 def fragments(catalog: Catalog) -> list[tuple[str, str]]:
     """(server, word) for every card word that is neither the publisher's nor the operator's."""
-    cards = attest_in_memory(catalog)
-    quiet = attest_in_memory(Catalog(servers=tuple(silenced(s) for s in catalog.servers)))
+    cards = attest_with_unsafe_throwaway_key(catalog)
+    quiet = attest_with_unsafe_throwaway_key(
+        Catalog(servers=tuple(silenced(s) for s in catalog.servers))
+    )
     own = {w for s in catalog.servers for t in card_texts(quiet[s.name].body) for w in words(t)}
     found = []
     for server in catalog.servers:
@@ -117,7 +119,7 @@ def test_no_livemcpbench_card_word_is_a_fragment_of_a_publisher_word(
 )
 def test_publisher_words_survive_whole(name: str, description: str, kept: str) -> None:
     server = ServerDef(name="s", tools=(ToolDef(name=name, description=description),))
-    card = attest_in_memory(Catalog(servers=(server,)))["s"].body
+    card = attest_with_unsafe_throwaway_key(Catalog(servers=(server,)))["s"].body
     text = " ".join(card_texts(card))
     assert kept in text
     assert "_York" not in text.replace("New_York", "")

@@ -14,7 +14,7 @@ import cartograph.cards.keys as keys_module
 import cartograph.cards.signing as signing_module
 import cartograph.cards.trust as trust_module
 import cartograph.cards.verified as verified_module
-from cartograph.cards.attest import attest_in_memory, build_body
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key, build_body
 from cartograph.cards.canonical import canonical_bytes
 from cartograph.cards.generators.template import TemplateGenerator
 from cartograph.cards.keys import (
@@ -120,7 +120,7 @@ def test_signature_over_bare_canonical_bytes_does_not_verify_as_a_card(catalog: 
 
 @pytest.mark.promise("P-SIG-4")
 def test_card_presented_under_another_servers_name_is_rejected(catalog: Catalog) -> None:
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     key = SigningKey.generate()
     weather = sign_card(cards["weather"].body, key)
 
@@ -246,7 +246,7 @@ def test_revoked_key_is_rejected_even_with_a_valid_signature(catalog: Catalog) -
 def test_scoped_key_verifies_only_servers_matching_its_patterns(catalog: Catalog) -> None:
     key = SigningKey.generate()
     trust = TrustSet((TrustedKey(key.public, ("weath*",)),))
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
 
     verify_card(sign_card(cards["weather"].body, key), trust, expected_server="weather")
     with pytest.raises(UnknownKeyError) as raised:

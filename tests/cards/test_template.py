@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.generators.phrasing import MAX_EXAMPLES, MIN_EXAMPLES, phrase_for
 from cartograph.cards.generators.publisher import MAX_WORDS, publisher_sentences, topic
 from cartograph.cards.generators.schema import example_for, is_valid
@@ -175,7 +175,7 @@ def bench(livemcpbench_catalog_path: Path) -> Catalog:
 
 
 def test_livemcpbench_has_no_identical_tool_descriptions_within_a_server(bench: Catalog) -> None:
-    cards = attest_in_memory(bench)
+    cards = attest_with_unsafe_throwaway_key(bench)
 
     for server in bench.servers:
         counts = Counter(t.description for t in cards[server.name].body.tools)
@@ -186,13 +186,13 @@ def test_livemcpbench_has_no_identical_tool_descriptions_within_a_server(bench: 
 def test_every_livemcpbench_tool_gets_three_to_eight_distinct_example_tasks(
     bench: Catalog,
 ) -> None:
-    cards = attest_in_memory(bench)
+    cards = attest_with_unsafe_throwaway_key(bench)
     counts = [len(set(t.examples)) for s in bench.servers for t in cards[s.name].body.tools]
     assert min(counts) >= MIN_EXAMPLES and max(counts) <= MAX_EXAMPLES
 
 
 def test_livemcpbench_examples_validate(bench: Catalog) -> None:
-    cards = attest_in_memory(bench)
+    cards = attest_with_unsafe_throwaway_key(bench)
     invalid = [
         (s.name, t.name)
         for s in bench.servers
@@ -209,7 +209,7 @@ def test_livemcpbench_signing_and_verification_time_is_reported(
     from cartograph.cards.signing import sign_card, verify_card
     from cartograph.cards.trust import TrustSet
 
-    cards = attest_in_memory(bench)
+    cards = attest_with_unsafe_throwaway_key(bench)
     key = SigningKey.generate()
     started = time.perf_counter()
     signed = [sign_card(cards[s].body, key) for s in cards]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import Catalog
@@ -73,7 +73,7 @@ def test_a_mutated_in_memory_card_is_refused_before_a_call_serves_it(
     catalog: Catalog, what: str
 ) -> None:
     mutate, server, tool = MUTATIONS[what]
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     assert cards.ensure_tool_intact(server, tool) is not None
 
     mutate(cards)
@@ -86,7 +86,7 @@ def test_a_mutated_in_memory_card_is_refused_before_a_call_serves_it(
 
 
 def test_a_tool_added_after_verification_is_refused(catalog: Catalog) -> None:
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     body = cards["files"].body
     extra = body.tools[0].model_copy(update={"name": "delete_everything"})
     object.__setattr__(body, "tools", (*body.tools, extra))
@@ -99,7 +99,7 @@ def test_a_tool_added_after_verification_is_refused(catalog: Catalog) -> None:
 def test_the_per_call_check_returns_the_tool_or_none_for_an_unknown_one(
     catalog: Catalog,
 ) -> None:
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     found = cards.ensure_tool_intact("files", "read_file")
     assert found is not None and found.name == "read_file"
     assert cards.ensure_tool_intact("files", "no_such_tool") is None
@@ -110,7 +110,7 @@ def test_the_per_call_check_costs_one_tool_not_the_whole_card(
 ) -> None:
     import cartograph.cards.verified as verified
 
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     seen: list[Any] = []
     real = verified.fingerprint
 
@@ -129,7 +129,7 @@ def test_a_subset_still_refuses_a_card_mutated_after_verification(
     catalog: Catalog, what: str
 ) -> None:
     mutate, server, tool = MUTATIONS[what]
-    subset = attest_in_memory(catalog).subset([server])
+    subset = attest_with_unsafe_throwaway_key(catalog).subset([server])
 
     mutate(subset)
 
@@ -144,7 +144,7 @@ def test_taking_a_subset_recomputes_no_digest_or_fingerprint(
 ) -> None:
     import cartograph.cards.verified as verified
 
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     seen: list[str] = []
     monkeypatch.setattr(verified, "fingerprint", lambda *a, **k: seen.append("fingerprint"))
     monkeypatch.setattr(verified, "body_digest", lambda *a, **k: seen.append("digest"))

@@ -170,7 +170,7 @@ def test_serve_http_prints_the_url_it_listens_on(tmp_path: Path) -> None:
         f'state_dir = "state"\n[index]\nembedder = "fake"\n[servers.time]\n'
         f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SCRIPTABLE))}]\n",
     )
-    command = [sys.executable, "-m", "cartograph.cli.main", "serve", "--attest-in-memory"]
+    command = [sys.executable, "-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key"]
     process = subprocess.Popen(
         [*command, "--http", "--port", "0", "--config", str(config)],
         stdout=subprocess.DEVNULL,

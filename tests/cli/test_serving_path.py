@@ -1,7 +1,7 @@
 """`discover`, `call` and `status` on the command line take the serving path.
 
 They use the operator's signed cards, trust set and embedding cache exactly
-as `serve` does; a throwaway key only with --attest-in-memory, and it says so;
+as `serve` does; a throwaway key only with --unsafe-throwaway-key, and it says so;
 nothing to serve is an error naming the command that fixes it (issue 12).
 """
 
@@ -78,11 +78,11 @@ def test_discover_fills_then_reuses_the_embedding_cache_and_persisted_index(
     assert {p: p.stat().st_mtime_ns for p in (state / "index").rglob("*.npy")} == blocks
 
 
-def test_attest_in_memory_says_the_cards_are_unsigned_throwaway_ones(tmp_path: Path) -> None:
+def test_unsafe_throwaway_key_says_the_cards_are_unsigned_throwaway_ones(tmp_path: Path) -> None:
     config = write(tmp_path)
 
     code, out, err, exc = run(
-        "discover", "add two integers", "--config", str(config), "--attest-in-memory", "--json"
+        "discover", "add two integers", "--config", str(config), "--unsafe-throwaway-key", "--json"
     )
 
     assert code == 0, (err, exc)

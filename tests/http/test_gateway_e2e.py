@@ -96,7 +96,7 @@ async def served(
     tmp_path: Path, upstream: tuple[str, HeaderLog]
 ) -> AsyncIterator[tuple[ServedApp, str]]:
     config = three_catalogs(tmp_path / "state", upstream[0])
-    async with http_app(config, mount_mode="routed", attest_in_memory=True, environ=ENV) as app:
+    async with http_app(config, mount_mode="routed", unsafe_throwaway_key=True, environ=ENV) as app:
         with serving(app.app) as base:
             yield app, base
 
@@ -314,7 +314,7 @@ async def served_open(
     tmp_path: Path, upstream: tuple[str, HeaderLog]
 ) -> AsyncIterator[tuple[ServedApp, str]]:
     config = three_catalogs(tmp_path / "state", upstream[0], tokens=False)
-    async with http_app(config, mount_mode="routed", attest_in_memory=True) as app:
+    async with http_app(config, mount_mode="routed", unsafe_throwaway_key=True) as app:
         with serving(app.app) as base:
             yield app, base
 

@@ -36,7 +36,7 @@ async def test_two_http_sessions_count_independently_and_ending_one_closes_its_u
         servers=(scriptable("counter"),),
         index=IndexConfig(embedder="fake"),
     )
-    async with http_app(config, attest_in_memory=True) as served:
+    async with http_app(config, unsafe_throwaway_key=True) as served:
         with serving(served.app) as base:
             async with mcp_client(f"{base}/mcp", mode="legacy") as bob:
                 async with mcp_client(f"{base}/mcp", mode="legacy") as alice:

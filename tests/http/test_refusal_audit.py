@@ -148,7 +148,7 @@ async def served(tmp_path: Path, upstream_url: str) -> AsyncIterator[tuple[Serve
         ),
         http=HttpConfig(mount_mode="routed"),
     )
-    async with http_app(config, attest_in_memory=True, environ={}) as app:
+    async with http_app(config, unsafe_throwaway_key=True, environ={}) as app:
         with serving(app.app) as base:
             yield app, base, log
 

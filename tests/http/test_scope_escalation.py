@@ -157,7 +157,7 @@ async def test_scope_escalation_via_a_duplicate_principal_is_refused_and_scope_h
         update={"http": HttpConfig.model_construct(mount_mode="routed", tokens=attack)}
     )
     with pytest.raises(ConfigError) as at_start:
-        async with http_app(smuggled, attest_in_memory=True, environ=ENV):
+        async with http_app(smuggled, unsafe_throwaway_key=True, environ=ENV):
             pass
     assert at_start.value.code == "duplicate_principal"
 
@@ -165,7 +165,7 @@ async def test_scope_escalation_via_a_duplicate_principal_is_refused_and_scope_h
     honest = (attack[0], attack[1].model_copy(update={"principal": "olivia"}))
     config = _config(tmp_path / "c", upstream_url, honest)
     echo = {"server": "echo", "tool": "echo", "arguments": {"message": "x"}}
-    async with http_app(config, attest_in_memory=True, environ=ENV) as app:
+    async with http_app(config, unsafe_throwaway_key=True, environ=ENV) as app:
         with serving(app.app) as base:
             async with mcp_client(f"{base}/mcp/routed", token=RESEARCH_TOKEN) as client:
                 attempts = {

@@ -38,7 +38,7 @@ async def test_two_default_mode_clients_sharing_a_token_count_independently(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CARTO_SHARED", TOKEN)
-    async with http_app(_config(tmp_path), attest_in_memory=True) as served:
+    async with http_app(_config(tmp_path), unsafe_throwaway_key=True) as served:
         with serving(served.app) as base:
             async with (
                 mcp_client(f"{base}/mcp", token=TOKEN) as alice,
@@ -58,7 +58,7 @@ async def test_clients_pinned_to_the_sessionless_era_never_share_a_stateful_upst
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CARTO_SHARED", TOKEN)
-    async with http_app(_config(tmp_path), attest_in_memory=True) as served:
+    async with http_app(_config(tmp_path), unsafe_throwaway_key=True) as served:
         with serving(served.app) as base:
             async with (
                 mcp_client(f"{base}/mcp", token=TOKEN, mode=MODERN) as alice,
@@ -83,7 +83,7 @@ async def test_a_principal_opening_sessions_past_its_cap_is_refused_with_session
 ) -> None:
     monkeypatch.setenv("CARTO_SHARED", TOKEN)
     config = _config(tmp_path, max_sessions_per_principal=2)
-    async with http_app(config, attest_in_memory=True) as served:
+    async with http_app(config, unsafe_throwaway_key=True) as served:
         with (
             serving(served.app) as base,
             httpx2.Client(
@@ -116,7 +116,7 @@ async def test_a_mount_whose_upstreams_are_all_stateless_keeps_the_sessionless_e
     config = _config(tmp_path).model_copy(
         update={"servers": (scriptable("counter", stateless=True),)}
     )
-    async with http_app(config, attest_in_memory=True) as served:
+    async with http_app(config, unsafe_throwaway_key=True) as served:
         with serving(served.app) as base:
             async with mcp_client(f"{base}/mcp", token=TOKEN) as client:
                 assert client.protocol_version == MODERN

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.errors import RetrievalError
 from cartograph.index.adapter import QueryAdapter, shipped_adapter
 from cartograph.index.embedders import FakeEmbedder, get_embedder
@@ -33,7 +33,7 @@ def test_adapted_query_vectors_stay_unit_length() -> None:
 
 
 def test_an_adapter_for_another_model_is_refused_with_its_code() -> None:
-    index = ToolIndex.build(attest_in_memory(small_catalog()), FakeEmbedder())
+    index = ToolIndex.build(attest_with_unsafe_throwaway_key(small_catalog()), FakeEmbedder())
     with pytest.raises(RetrievalError) as err:
         ToolIndex(index.corpus, query_adapter=shipped_adapter())
     assert err.value.code == "adapter_model_mismatch"
@@ -41,7 +41,7 @@ def test_an_adapter_for_another_model_is_refused_with_its_code() -> None:
 
 def test_the_adapter_maps_queries_and_leaves_tool_vectors_alone() -> None:
     fake = FakeEmbedder()
-    index = ToolIndex.build(attest_in_memory(small_catalog()), fake)
+    index = ToolIndex.build(attest_with_unsafe_throwaway_key(small_catalog()), fake)
     swap = np.eye(fake.dim, dtype=np.float32)[::-1] - np.eye(fake.dim, dtype=np.float32)
     adapter = QueryAdapter(swap, model_id=fake.model_id, provenance="test: reverse the axes")
     adapted = ToolIndex(index.corpus, query_adapter=adapter)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.demo.steps import AGENT_TASKS
 from cartograph.index.discover import discover
@@ -26,7 +26,7 @@ DEMO_CATALOG = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "de
 
 @pytest.fixture(scope="module")
 def demo_index() -> tuple[ToolIndex, object]:
-    cards = attest_in_memory(load_catalog(DEMO_CATALOG))
+    cards = attest_with_unsafe_throwaway_key(load_catalog(DEMO_CATALOG))
     return ToolIndex.build(cards, get_embedder("minilm")), cards
 
 

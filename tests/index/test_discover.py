@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import SignatureError
 from cartograph.index.discover import ABSTAIN_SHOWN, discover
@@ -19,7 +19,7 @@ from .retrieval_fixtures import small_catalog
 
 @pytest.mark.promise("P-SIG-3")
 def test_a_card_tampered_after_verification_never_reaches_the_index() -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     cards["files"].body.tools[0].input_schema["properties"]["path"]["description"] = "evil"
     with pytest.raises(SignatureError) as err:
         ToolIndex.build(cards, FakeEmbedder())
@@ -28,7 +28,7 @@ def test_a_card_tampered_after_verification_never_reaches_the_index() -> None:
 
 @pytest.mark.promise("P-SIG-3")
 def test_a_card_tampered_after_indexing_is_not_served_by_discover() -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     cards["files"].body.tools[0].example["path"] = "/etc/shadow"
     with pytest.raises(SignatureError) as err:
@@ -38,7 +38,7 @@ def test_a_card_tampered_after_indexing_is_not_served_by_discover() -> None:
 
 @pytest.mark.promise("P-SIG-3")
 def test_a_card_whose_provenance_changed_after_indexing_is_not_served_by_discover() -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     object.__setattr__(cards["files"].body.provenance, "generator", "forged")
     with pytest.raises(SignatureError) as err:
@@ -48,7 +48,7 @@ def test_a_card_whose_provenance_changed_after_indexing_is_not_served_by_discove
 
 @pytest.mark.promise("P-CARD-2")
 def test_a_drifted_tool_never_appears_in_results() -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder(), exclude={("files", "read_file")})
     for method in ("hybrid", "two-stage", "dense", "bm25", "jaccard", "random"):
         hits = index.search("read a text file from disk", k=5, method=method)
@@ -57,7 +57,7 @@ def test_a_drifted_tool_never_appears_in_results() -> None:
 
 
 def test_discover_returns_schema_example_and_provenance() -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     result = discover(index, cards, "write text into a file on disk", k=2, threshold=0.0)
     best = result.tools[0]
@@ -74,7 +74,7 @@ def test_discover_returns_schema_example_and_provenance() -> None:
 
 
 def test_discover_text_lists_each_server_once_and_drops_template_structure() -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     result = discover(index, cards, "write text into a file on disk", k=5, threshold=0.0)
     lines = result.to_text().splitlines()
@@ -84,7 +84,7 @@ def test_discover_text_lists_each_server_once_and_drops_template_structure() -> 
 
 
 def test_structured_content_names_every_tool_and_each_signing_card_once() -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     result = discover(index, cards, "write text into a file on disk", k=5, threshold=0.0)
     out = result.structured()
@@ -106,7 +106,7 @@ def test_structured_content_names_every_tool_and_each_signing_card_once() -> Non
 
 
 def test_discover_abstains_plainly_when_nothing_fits() -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     result = discover(index, cards, "book a flight to Tokyo", k=5, threshold=0.5)
     assert result.abstained
@@ -170,7 +170,7 @@ SIGNED_FIELD_TAMPERING: dict[str, Callable[[VerifiedCards], None]] = {
 def test_each_signed_field_tampered_after_indexing_stops_discover_serving_the_card(
     what: str,
 ) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     served = discover(index, cards, "read a text file from disk", k=1, threshold=0.0)
     assert served.tools[0].server == "files"  # the card about to be tampered is the one served

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.index.entries import entries_from_cards
 from cartograph.index.lexical import FieldIndex, JaccardIndex
 from cartograph.index.text import tokenize
@@ -29,7 +29,7 @@ def test_tokens_of_two_fields_joined_by_a_space_are_the_fields_tokens_in_order(
 
 
 def test_indexes_built_from_part_tokens_score_as_those_built_from_joined_text() -> None:
-    entries = entries_from_cards(attest_in_memory(small_catalog()))
+    entries = entries_from_cards(attest_with_unsafe_throwaway_key(small_catalog()))
     joined = [f"{e.name} {e.description} {e.arguments}" for e in entries]
     parts = [tokenize(e.name) + tokenize(e.description) + tokenize(e.arguments) for e in entries]
     query = tokenize("read the file contents and write a report")

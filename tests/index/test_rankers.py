@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.errors import RetrievalError
 from cartograph.index.corpus import server_centroids
 from cartograph.index.embedders import FakeEmbedder
@@ -19,7 +19,7 @@ from .retrieval_fixtures import small_catalog
 
 @pytest.fixture(scope="module")
 def index() -> ToolIndex:
-    return ToolIndex.build(attest_in_memory(small_catalog()), FakeEmbedder())
+    return ToolIndex.build(attest_with_unsafe_throwaway_key(small_catalog()), FakeEmbedder())
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import Catalog
 from cartograph.index.embedders.base import Vectors
@@ -44,7 +44,7 @@ def _with_description(catalog: Catalog, server: str, text: str) -> Catalog:
 
 
 def test_a_restart_embeds_nothing_and_ranks_identically(tmp_path: Path) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     first_model, second_model = CountingEmbedder(), CountingEmbedder()
 
     first = build(cards, tmp_path, first_model)
@@ -58,9 +58,11 @@ def test_a_restart_embeds_nothing_and_ranks_identically(tmp_path: Path) -> None:
 
 def test_only_a_changed_card_is_embedded_again(tmp_path: Path) -> None:
     catalog = small_catalog()
-    before = attest_in_memory(catalog)
+    before = attest_with_unsafe_throwaway_key(catalog)
     build(before, tmp_path, CountingEmbedder())
-    changed = attest_in_memory(_with_description(catalog, "files", "Write bytes to a path."))
+    changed = attest_with_unsafe_throwaway_key(
+        _with_description(catalog, "files", "Write bytes to a path.")
+    )
     others = [name for name in before if name != "files"]
     mixed = before.subset(others).merged(changed.subset(["files"]))
     model = CountingEmbedder()
@@ -74,7 +76,7 @@ def test_only_a_changed_card_is_embedded_again(tmp_path: Path) -> None:
 
 
 def test_excluded_tools_are_left_out_but_their_card_stays_stored(tmp_path: Path) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     hidden = ("files", cards["files"].body.tools[0].name)
     full = build(cards, tmp_path, CountingEmbedder())
     model = CountingEmbedder()
@@ -87,7 +89,7 @@ def test_excluded_tools_are_left_out_but_their_card_stays_stored(tmp_path: Path)
 
 
 def test_a_damaged_block_is_ignored_and_rebuilt(tmp_path: Path) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     build(cards, tmp_path, CountingEmbedder())
     blocks = sorted((tmp_path / "index").rglob("*.npy"))
     blocks[0].write_bytes(b"not a numpy file")

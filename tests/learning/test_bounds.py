@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import Catalog
 from cartograph.config.model import LearningConfig
@@ -35,7 +35,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def cards() -> VerifiedCards:
-    return attest_in_memory(small_catalog())
+    return attest_with_unsafe_throwaway_key(small_catalog())
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ async def test_evidence_is_dropped_when_the_tools_card_entry_changes(
 
     changed = small_catalog().model_dump(by_alias=True)
     changed["servers"][0]["tools"][1]["description"] = "Severe weather warnings for an area."
-    new_cards = attest_in_memory(Catalog.model_validate(changed))
+    new_cards = attest_with_unsafe_throwaway_key(Catalog.model_validate(changed))
     new_index = ToolIndex.build(new_cards, FakeEmbedder())
     restarted = learning(log)
     await restarted.sync(new_cards)

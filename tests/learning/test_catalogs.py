@@ -28,8 +28,8 @@ def place(tools: list[str], tool: str) -> int:
 async def test_evidence_logged_in_one_catalog_never_moves_another(tmp_path: Path) -> None:
     config = config_for(tmp_path / "state", scriptable("calc"))
     with anyio.fail_after(60):
-        a = await CatalogRuntime.start(config, config.servers, name="a", attest_live=True)
-        b = await CatalogRuntime.start(config, config.servers, name="b", attest_live=True)
+        a = await CatalogRuntime.start(config, config.servers, name="a", unsafe_throwaway_key=True)
+        b = await CatalogRuntime.start(config, config.servers, name="b", unsafe_throwaway_key=True)
         try:
             in_a, in_b = ProxyHandlers(a, catalog="a"), ProxyHandlers(b, catalog="b")
             zero_shot = await ranked(in_b, TASK)
@@ -44,7 +44,7 @@ async def test_evidence_logged_in_one_catalog_never_moves_another(tmp_path: Path
             await a.aclose()
             await b.aclose()
     # And after a restart, reading the same log file.
-    b = await CatalogRuntime.start(config, config.servers, name="b", attest_live=True)
+    b = await CatalogRuntime.start(config, config.servers, name="b", unsafe_throwaway_key=True)
     try:
         assert await ranked(ProxyHandlers(b, catalog="b"), TASK) == zero_shot
         assert b.learning is not None and b.learning.status()["tasks_in_memory"] == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.eval.data import EvalQuery, GoldTool
 from cartograph.eval.learning import _feedback, prequential
 from cartograph.eval.metrics import Judgement
@@ -20,7 +20,7 @@ def query(number: int) -> EvalQuery:
 
 
 def test_the_first_query_is_ranked_zero_shot_and_repeats_learn_from_it() -> None:
-    index = ToolIndex.build(attest_in_memory(small_catalog()), FakeEmbedder())
+    index = ToolIndex.build(attest_with_unsafe_throwaway_key(small_catalog()), FakeEmbedder())
     report = prequential(index, [query(i) for i in range(3)], method="bm25", seed=7)
     per_query = [point.metrics for point in report.curve]  # 3 queries: one per window
     assert len(per_query) == 3

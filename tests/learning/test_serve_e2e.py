@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from cartograph.cli.main import build_app
 from tests.servers.support import scriptable, toml_for
 
-SERVE = ("-m", "cartograph.cli.main", "serve", "--attest-in-memory")
+SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 
 
 def serve(config: Path) -> StdioServerParameters:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.generators.base import ServerText, ToolText
 from cartograph.cards.model import Capability
 from cartograph.cards.verified import VerifiedCards
@@ -60,7 +60,7 @@ def cards_with_text(
         )
         for server in catalog.servers
     }
-    return attest_in_memory(catalog, texts=texts)
+    return attest_with_unsafe_throwaway_key(catalog, texts=texts)
 
 
 def explicit_embed(table: Mapping[str, Sequence[float]]) -> EmbedFn:

@@ -23,7 +23,7 @@ async def running(
 ) -> AsyncIterator[ProxyHandlers]:
     config = config_for(state_dir, *servers, **gateway)
     runtime = await CatalogRuntime.start(
-        config, config.servers, attest_live=True, share_sessions=share
+        config, config.servers, unsafe_throwaway_key=True, share_sessions=share
     )
     try:
         yield ProxyHandlers(runtime, catalog="default")

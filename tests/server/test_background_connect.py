@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.model import Catalog
 from cartograph.config.model import Config, ServerConfig
 from cartograph.gateway.pool import Upstream, default_opener
@@ -42,7 +42,7 @@ class Gate:
 
 async def _cards_with_echo_changed(config: Config) -> Catalog:
     """The live listing, with echo's description changed: the card pins what is not served."""
-    runtime = await CatalogRuntime.start(config, config.servers, attest_live=True)
+    runtime = await CatalogRuntime.start(config, config.servers, unsafe_throwaway_key=True)
     try:
         live = runtime.live["calc"]
     finally:
@@ -57,7 +57,7 @@ async def _cards_with_echo_changed(config: Config) -> Catalog:
 @asynccontextmanager
 async def started_later(tmp_path: Path, gate: Gate) -> AsyncIterator[CatalogRuntime]:
     config = config_for(tmp_path, scriptable("calc"))
-    cards = attest_in_memory(await _cards_with_echo_changed(config))
+    cards = attest_with_unsafe_throwaway_key(await _cards_with_echo_changed(config))
     runtime = await CatalogRuntime.start(
         config, config.servers, cards=cards, opener=gate, connect_later=True, share_sessions=True
     )

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.model import Catalog
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.proxy import build_proxy_server
@@ -201,7 +201,9 @@ async def test_unattested_and_missing_tools_are_refused_with_the_cards_drift_cod
         live = h.runtime.live["calc"]
     ghost = live.tools[0].model_copy(update={"name": "ghost"})
     carded = (ghost, *(t for t in live.tools if t.name != "echo"))
-    cards = attest_in_memory(Catalog(servers=(live.model_copy(update={"tools": carded}),)))
+    cards = attest_with_unsafe_throwaway_key(
+        Catalog(servers=(live.model_copy(update={"tools": carded}),))
+    )
     config = config_for(tmp_path, scriptable("calc"))
     runtime = await CatalogRuntime.start(config, config.servers, cards=cards)
     try:

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def inspect(config: Path, *args: str) -> dict[str, object]:
-    serve = [sys.executable, "-m", "cartograph.cli.main", "serve", "--attest-in-memory"]
+    serve = [sys.executable, "-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key"]
     command = ["node", str(LAUNCHER), "--cli", *args, "--", *serve, "--config", str(config)]
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=120, cwd=ROOT, check=True

@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.servers.support import scriptable, toml_for
 
-SERVE = ("-m", "cartograph.cli.main", "serve", "--attest-in-memory")
+SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 
 
 def write_config(tmp_path: Path, **gateway: object) -> Path:

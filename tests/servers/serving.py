@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx2
 
-SERVE = ("-m", "cartograph.cli.main", "serve", "--attest-in-memory")
+SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 
 
 def free_port() -> int:

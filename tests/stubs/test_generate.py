@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.drift import check_drift
 from cartograph.cards.generators.base import ServerText, ToolText
 from cartograph.cards.generators.template import TemplateGenerator
@@ -64,7 +64,7 @@ def test_property_order_of_the_cards_does_not_change_the_output() -> None:
 
 def test_every_module_parses_and_every_tool_has_one_function() -> None:
     catalog = awkward_catalog()
-    stubs = generate_stubs(attest_in_memory(catalog))
+    stubs = generate_stubs(attest_with_unsafe_throwaway_key(catalog))
     assert stubs.tool_count == catalog.tool_count
     for module in stubs.modules:
         tree = ast.parse(stubs.files[f"{module.module}.py"])
@@ -79,7 +79,7 @@ def test_names_a_federation_keeps_apart_stay_apart_as_python_identifiers() -> No
     check_catalog_names(catalog)  # a federation Cartograph loads (P-NAME-1 passes)
     assert module_name("Awkward-Server 1") == module_name("awkward server #1")
     assert identifier("get-weather") == identifier("gét/weather")
-    stubs = generate_stubs(attest_in_memory(catalog))
+    stubs = generate_stubs(attest_with_unsafe_throwaway_key(catalog))
     modules = {m.server: m for m in stubs.modules}
     assert modules["Awkward-Server 1"].module == "awkward_server_1"
     assert modules["awkward server #1"].module == "awkward_server_1_2"
@@ -95,7 +95,7 @@ def test_drifted_tool_gets_no_stub_and_is_listed_as_withheld() -> None:
     served = Catalog(
         servers=(ServerDef(name="box", tools=(tool("keep", obj({})), tool("swap", obj({})))),)
     )
-    cards = attest_in_memory(served)
+    cards = attest_with_unsafe_throwaway_key(served)
     changed = tool("swap", obj({"x": {"type": "string"}}))  # a rug pull: the schema changed
     now = Catalog(servers=(ServerDef(name="box", tools=(tool("keep", obj({})), changed)),))
     stubs = generate_stubs(cards, drift=check_drift(cards, now))
@@ -110,7 +110,7 @@ def test_drifted_tool_gets_no_stub_and_is_listed_as_withheld() -> None:
 
 @pytest.mark.promise("P-CARD-4")
 def test_unattested_and_vanished_tools_get_no_stub() -> None:
-    cards = attest_in_memory(
+    cards = attest_with_unsafe_throwaway_key(
         Catalog(servers=(ServerDef(name="box", tools=(tool("old", obj({})),)),))
     )
     now = Catalog(servers=(ServerDef(name="box", tools=(tool("new", obj({})),)),))
@@ -122,7 +122,8 @@ def test_unattested_and_vanished_tools_get_no_stub() -> None:
 
 def test_only_keeps_the_given_tools_and_their_servers() -> None:
     stubs = generate_stubs(
-        attest_in_memory(awkward_catalog()), only={("鸣潮", "状态"), ("import", "ping")}
+        attest_with_unsafe_throwaway_key(awkward_catalog()),
+        only={("鸣潮", "状态"), ("import", "ping")},
     )
     assert sorted((m.server, [t.tool for t in m.tools]) for m in stubs.modules) == [
         ("import", ["ping"]),
@@ -131,7 +132,7 @@ def test_only_keeps_the_given_tools_and_their_servers() -> None:
 
 
 def test_server_selection_and_its_errors() -> None:
-    cards = attest_in_memory(awkward_catalog())
+    cards = attest_with_unsafe_throwaway_key(awkward_catalog())
     assert [m.server for m in generate_stubs(cards, servers=["import"]).modules] == ["import"]
     with pytest.raises(StubError) as caught:
         generate_stubs(cards, servers=["nope"])
@@ -143,7 +144,7 @@ def test_server_selection_and_its_errors() -> None:
 
 @pytest.mark.promise("P-CARD-1")
 def test_publisher_annotations_never_reach_generated_code() -> None:
-    stubs = generate_stubs(attest_in_memory(awkward_catalog()))
+    stubs = generate_stubs(attest_with_unsafe_throwaway_key(awkward_catalog()))
     for name, text in stubs.files.items():
         assert PUBLISHER_CANARY not in text, name
 
@@ -173,7 +174,7 @@ def test_docstrings_are_the_operators_card_text_with_version_and_signer() -> Non
             )
         },
     )
-    cards = attest_in_memory(
+    cards = attest_with_unsafe_throwaway_key(
         Catalog(servers=(served,)), TemplateGenerator(), texts={"box": operator}
     )
     source = generate_stubs(cards).files["box.py"]
@@ -210,13 +211,13 @@ def test_write_refuses_a_folder_it_did_not_generate(tmp_path: Path) -> None:
     foreign.mkdir()
     (foreign / "mine.py").write_text("x = 1\n")
     with pytest.raises(StubError) as caught:
-        write_stubs(generate_stubs(attest_in_memory(awkward_catalog())), tmp_path)
+        write_stubs(generate_stubs(attest_with_unsafe_throwaway_key(awkward_catalog())), tmp_path)
     assert caught.value.code == "stubs_not_ours"
     assert (foreign / "mine.py").read_text() == "x = 1\n"
 
 
 def test_regeneration_removes_modules_of_servers_no_longer_covered(tmp_path: Path) -> None:
-    cards = attest_in_memory(awkward_catalog())
+    cards = attest_with_unsafe_throwaway_key(awkward_catalog())
     target = write_stubs(generate_stubs(cards), tmp_path)
     assert (target / "import_.py").is_file() and (target / MARKER).is_file()
     write_stubs(generate_stubs(cards, servers=["鸣潮"]), tmp_path)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog import load_catalog
 from cartograph.stubs import generate_stubs, write_stubs
 from tests.stubs.catalogs import awkward_catalog
@@ -46,9 +46,16 @@ def misuse() -> None:
 
 
 def _write_packages(root: Path, bench: Path) -> int:
-    bench_stubs = generate_stubs(attest_in_memory(load_catalog(bench)), package="bench_stubs")
+    bench_stubs = generate_stubs(
+        attest_with_unsafe_throwaway_key(load_catalog(bench)), package="bench_stubs"
+    )
     write_stubs(bench_stubs, root)
-    write_stubs(generate_stubs(attest_in_memory(awkward_catalog()), package="awkward_stubs"), root)
+    write_stubs(
+        generate_stubs(
+            attest_with_unsafe_throwaway_key(awkward_catalog()), package="awkward_stubs"
+        ),
+        root,
+    )
     (root / "client_ok.py").write_text(CLIENT_OK)
     (root / "client_wrong.py").write_text(CLIENT_WRONG)
     return bench_stubs.tool_count

@@ -2,8 +2,8 @@
 
 Public entry points:
 
-- :func:`cartograph.cards.attest.attest_in_memory` — offline: template cards signed by an
-  ephemeral key and verified;
+- :func:`cartograph.cards.attest.attest_with_unsafe_throwaway_key` — offline: template
+  cards signed by a throwaway key and verified (tests, evaluation, trying things out);
 - :class:`cartograph.cards.store.CardStore` — signed cards on disk, loaded only through
   verification (``load_verified``, ``load``);
 - :class:`cartograph.cards.verified.VerifiedCards` — the only form cards leave this package in;

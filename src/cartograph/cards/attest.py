@@ -1,8 +1,8 @@
 """Attestation: generator text + drift pins + provenance → signed, verified cards.
 
 ``build_body`` is the one place a card body is assembled, so the offline
-path (:func:`attest_in_memory`) and ``cartograph bootstrap`` produce the same
-shape. :func:`attest_in_memory` signs with an ephemeral key and then runs
+path (:func:`attest_with_unsafe_throwaway_key`) and ``cartograph bootstrap`` produce the same
+shape. :func:`attest_with_unsafe_throwaway_key` signs with an ephemeral key and then runs
 the *normal* verification path, so offline flows (eval, ``rift --catalog``,
 ``stubs --catalog``, tests) only ever see verified cards too.
 """
@@ -112,7 +112,7 @@ def _tool_card(server: ServerDef, name: str, text: ServerText) -> ToolCard:
     )
 
 
-def attest_in_memory(
+def attest_with_unsafe_throwaway_key(
     catalog: Catalog,
     generator: CardGenerator | None = None,
     *,

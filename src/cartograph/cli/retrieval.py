@@ -17,7 +17,7 @@ from cartograph.cli.app import (
     resolve_config_path,
 )
 from cartograph.cli.output import print_json, print_table, stderr, stdout
-from cartograph.cli.serve import THROWAWAY, AttestOption, CatalogNameOption
+from cartograph.cli.serve import THROWAWAY, CatalogNameOption, UnsafeThrowawayKeyOption
 from cartograph.errors import ConfigError
 
 MethodOption = Annotated[
@@ -38,7 +38,7 @@ def discover(
     config: ConfigOption = None,
     catalog: CatalogOption = None,
     catalog_name: CatalogNameOption = None,
-    attest_in_memory: AttestOption = False,
+    unsafe_throwaway_key: UnsafeThrowawayKeyOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """The top-k tools for TASK from the operator's signed cards, ranked exactly as `serve` does.
@@ -46,7 +46,7 @@ def discover(
     With --catalog, tools that drifted from their card in that snapshot are left out.
     """
     result, attestation = _discover_once(
-        task, k, method, embedder, config, catalog, catalog_name, attest_in_memory
+        task, k, method, embedder, config, catalog, catalog_name, unsafe_throwaway_key
     )
     if attestation != OPERATOR_CARDS:
         stderr.print(f"[yellow]{attestation}[/]", highlight=False)
@@ -142,7 +142,7 @@ async def _live_attested(cfg: Any, chosen: Any, task: str, k: int, method: str |
     """The live federation, listed and signed with a throwaway key, then ranked."""
     from cartograph.cli.serve import start_runtime
 
-    runtime = await start_runtime(cfg, chosen, attest_in_memory=True)
+    runtime = await start_runtime(cfg, chosen, unsafe_throwaway_key=True)
     try:
         return runtime.discover(task, k, method=method)
     finally:
@@ -151,14 +151,14 @@ async def _live_attested(cfg: Any, chosen: Any, task: str, k: int, method: str |
 
 def _snapshot_attested(cfg: Any, snapshot: Path, task: str, k: int, method: str | None) -> Any:
     """A snapshot signed in memory: no config servers needed, the embedding cache still used."""
-    from cartograph.cards.attest import attest_in_memory
+    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.catalog.snapshot import load_catalog
     from cartograph.index.cache import EmbeddingCache
     from cartograph.index.discover import discover as run_discover
     from cartograph.index.embedders import get_embedder
     from cartograph.index.tool_index import ToolIndex
 
-    cards = attest_in_memory(load_catalog(snapshot))
+    cards = attest_with_unsafe_throwaway_key(load_catalog(snapshot))
     index = ToolIndex.build(
         cards,
         get_embedder(cfg.index.embedder),

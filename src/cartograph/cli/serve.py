@@ -24,19 +24,19 @@ ModeOption = Annotated[
     str | None,
     typer.Option("--mode", help="Gateway mode: pooled (default) or oneshot."),
 ]
-AttestOption = Annotated[
+UnsafeThrowawayKeyOption = Annotated[
     bool,
     typer.Option(
-        "--attest-in-memory",
+        "--unsafe-throwaway-key",
         help="Sign the live federation (or --catalog) with a throwaway key instead of loading "
         "the operator's cards: output is unsigned (for trying things out; never production).",
     ),
 ]
 THROWAWAY: Final = (
-    "unsigned: cards signed in memory with a throwaway key (--attest-in-memory), "
+    "unsigned: cards signed in memory with a throwaway key (--unsafe-throwaway-key), "
     "not the operator's; for trying things out only"
 )
-"""What every command run with --attest-in-memory says on stderr (never silently)."""
+"""What every command run with --unsafe-throwaway-key says on stderr (never silently)."""
 CatalogNameOption = Annotated[
     str | None, typer.Option("--catalog-name", help="Which configured catalog to serve on stdio.")
 ]
@@ -101,7 +101,7 @@ async def start_runtime(
     config: Config,
     catalog: ResolvedCatalog,
     *,
-    attest_in_memory: bool = False,
+    unsafe_throwaway_key: bool = False,
     share_sessions: bool = False,
     servers: tuple[str, ...] | None = None,
     connect_later: bool = False,
@@ -120,7 +120,7 @@ async def start_runtime(
         name=catalog.name,
         policy=catalog.policy,
         share_sessions=share_sessions,
-        attest_live=attest_in_memory,
+        unsafe_throwaway_key=unsafe_throwaway_key,
         connect_later=connect_later,
     )
 
@@ -155,7 +155,7 @@ def serve(
     ] = False,
     mode: ModeOption = None,
     catalog_name: CatalogNameOption = None,
-    attest_in_memory: AttestOption = False,
+    unsafe_throwaway_key: UnsafeThrowawayKeyOption = False,
     debug: Annotated[bool, typer.Option("--debug", help="Debug logging (to stderr).")] = False,
     state_dir: Annotated[
         Path | None, typer.Option("--state-dir", help="State directory (default: the config's).")
@@ -175,7 +175,7 @@ def serve(
             port=port,
             mount_mode=mount_mode,
             allow_remote=allow_remote,
-            attest_in_memory=attest_in_memory,
+            unsafe_throwaway_key=unsafe_throwaway_key,
             on_ready=announce_url,
         )
         return
@@ -187,7 +187,7 @@ def serve(
         return await start_runtime(
             config,
             catalog,
-            attest_in_memory=attest_in_memory,
+            unsafe_throwaway_key=unsafe_throwaway_key,
             share_sessions=True,
             connect_later=True,
         )
@@ -213,16 +213,16 @@ def call_command(
     config_path: ConfigOption = None,
     mode: ModeOption = None,
     catalog_name: CatalogNameOption = None,
-    attest_in_memory: AttestOption = False,
+    unsafe_throwaway_key: UnsafeThrowawayKeyOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Call one upstream tool through the gateway (same checks as the proxy's `call`)."""
-    if attest_in_memory:
+    if unsafe_throwaway_key:
         stderr.print(f"[yellow]{THROWAWAY}[/]", highlight=False)
     config = _load(config_path, mode)
     catalog = pick_catalog(config, catalog_name)
     check_server_in(catalog, server)
-    result = anyio.run(_call_once, config, catalog, server, tool, arguments, attest_in_memory)
+    result = anyio.run(_call_once, config, catalog, server, tool, arguments, unsafe_throwaway_key)
     if as_json:
         print_json(result.model_dump(mode="json", by_alias=True, exclude_none=True))
     else:
@@ -239,7 +239,7 @@ async def _call_once(
     server: str,
     tool: str,
     raw_arguments: str,
-    attest_in_memory: bool,
+    unsafe_throwaway_key: bool,
 ) -> Any:
     from cartograph.server.handlers import ProxyHandlers
 
@@ -248,7 +248,11 @@ async def _call_once(
     except json.JSONDecodeError as exc:
         raise ConfigError(f"arguments are not JSON: {exc}", code="bad_arguments") from exc
     runtime = await start_runtime(
-        config, catalog, attest_in_memory=attest_in_memory, servers=(server,), share_sessions=True
+        config,
+        catalog,
+        unsafe_throwaway_key=unsafe_throwaway_key,
+        servers=(server,),
+        share_sessions=True,
     )
     try:
         handlers = ProxyHandlers(runtime, catalog=catalog.name, policy=catalog.policy)
@@ -263,7 +267,7 @@ async def _call_once(
 def status(
     config_path: ConfigOption = None,
     catalog_name: CatalogNameOption = None,
-    attest_in_memory: AttestOption = False,
+    unsafe_throwaway_key: UnsafeThrowawayKeyOption = False,
     detail: Annotated[
         bool, typer.Option("--detail", help="Every server (default: totals and problems).")
     ] = False,
@@ -272,11 +276,11 @@ def status(
     """Connect to the federation and report what the proxy's `status` tool would."""
     from cartograph.server.status_view import compact_status
 
-    if attest_in_memory:
+    if unsafe_throwaway_key:
         stderr.print(f"[yellow]{THROWAWAY}[/]", highlight=False)
     config = _load(config_path)
     catalog = pick_catalog(config, catalog_name)
-    report = anyio.run(_status_once, config, catalog, attest_in_memory)
+    report = anyio.run(_status_once, config, catalog, unsafe_throwaway_key)
     if not detail:
         view = compact_status(report)
         if as_json:
@@ -325,7 +329,7 @@ def _print_compact(view: dict[str, Any]) -> None:
 
 
 async def _status_once(config: Config, catalog: ResolvedCatalog, attest: bool) -> dict[str, Any]:
-    runtime = await start_runtime(config, catalog, attest_in_memory=attest, share_sessions=True)
+    runtime = await start_runtime(config, catalog, unsafe_throwaway_key=attest, share_sessions=True)
     try:
         report: dict[str, Any] = runtime.status()
         return report

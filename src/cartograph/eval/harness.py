@@ -1,7 +1,7 @@
 """The evaluation harness: every ranker, over each card set, on one query set.
 
 Card sets are what the index is built from: ``template`` (cards generated and
-signed offline by :func:`cartograph.cards.attest.attest_in_memory`), ``raw``
+signed offline by :func:`cartograph.cards.attest.attest_with_unsafe_throwaway_key`), ``raw``
 (the publisher's own text: a measurement baseline, never served) and any
 signed card folder given by the caller. Each (card set, ranker) row gets the
 mean of every metric with a bootstrap interval, and the per-query failures

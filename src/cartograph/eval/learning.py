@@ -237,7 +237,7 @@ def run_learning_eval(
     progress: Progress | None = None,
 ) -> PrequentialReport:
     """``cartograph eval --learning``: template cards, the shipped learning defaults."""
-    from cartograph.cards.attest import attest_in_memory
+    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.catalog.snapshot import load_catalog
     from cartograph.config.model import LearningConfig
     from cartograph.eval.data import load_queries
@@ -250,7 +250,8 @@ def run_learning_eval(
         random.Random(seed).shuffle(queries)  # noqa: S311
         queries = queries[:limit]
     index = ToolIndex.build(
-        attest_in_memory(load_catalog(catalog_path)), get_embedder(embedder or "minilm")
+        attest_with_unsafe_throwaway_key(load_catalog(catalog_path)),
+        get_embedder(embedder or "minilm"),
     )
     shipped = LearningParams.from_config(LearningConfig())
     params = replace(shipped, capacity=max(shipped.capacity, len(queries)))

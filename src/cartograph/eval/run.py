@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.store import CardStore
 from cartograph.cards.trust import load_trust
 from cartograph.cards.verified import VerifiedCards
@@ -34,7 +34,7 @@ def run_eval(
     catalog = load_catalog(catalog_path)
     queries = load_queries(queries_path)
     model = get_embedder(embedder or "minilm")
-    indexes = {"template": ToolIndex.build(attest_in_memory(catalog), model)}
+    indexes = {"template": ToolIndex.build(attest_with_unsafe_throwaway_key(catalog), model)}
     if raw:
         indexes["raw"] = ToolIndex.from_entries(raw_entries(catalog), model)
     if cards_dir is not None:

@@ -78,7 +78,7 @@ def settings_for(config: Config, *, paper: bool = False, **overrides: Any) -> Ri
 
 async def load_cards(config: Config, catalog_path: Path | None) -> CardSource:
     """The cards Rift analyses: stored operator cards, else a snapshot attested in memory."""
-    from cartograph.cards.attest import attest_in_memory
+    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.cards.loading import load_stored_for_config
 
     if catalog_path is None:
@@ -89,7 +89,7 @@ async def load_cards(config: Config, catalog_path: Path | None) -> CardSource:
 
     catalog = await load_catalog_for(config, catalog_path)
     origin = str(catalog_path or config.catalog or "live federation")
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     return _served(config, cards, f"template cards attested in memory ({origin})")
 
 

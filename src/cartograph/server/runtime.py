@@ -133,13 +133,13 @@ class CatalogRuntime:
         opener: Opener = default_opener,
         share_sessions: bool = False,
         eager: bool = True,
-        attest_live: bool = False,
+        unsafe_throwaway_key: bool = False,
         connect_later: bool = False,
     ) -> CatalogRuntime:
         """Load cards, (eagerly) open sessions to check drift, then build the index.
 
-        ``attest_live`` signs whatever the servers list right now with a throwaway
-        key (:func:`~cartograph.cards.attest.attest_in_memory`) instead of loading
+        ``unsafe_throwaway_key`` signs whatever the servers list right now with a throwaway
+        key (:func:`~cartograph.cards.attest.attest_with_unsafe_throwaway_key`) instead of loading
         the operator's cards: for trying things out and for tests, never production.
 
         ``connect_later`` returns as soon as the cards are verified and the index
@@ -154,9 +154,11 @@ class CatalogRuntime:
 
             embedder = get_embedder(config.index.embedder)
         # The model's first load (file check, ONNX session) overlaps card verification.
-        warm = warm_up(embedder) if not attest_live else None
+        warm = warm_up(embedder) if not unsafe_throwaway_key else None
         if cards is None:
-            cards, card_errors = (VerifiedCards(), {}) if attest_live else load_cards(config)
+            cards, card_errors = (
+                (VerifiedCards(), {}) if unsafe_throwaway_key else load_cards(config)
+            )
         runtime = cls(
             config,
             servers,
@@ -170,14 +172,14 @@ class CatalogRuntime:
         )
         runtime.card_errors = card_errors
         try:
-            if connect_later and not attest_live:
+            if connect_later and not unsafe_throwaway_key:
                 runtime.unchecked = set(runtime.servers)
             elif eager and config.gateway.mode == "pooled":
                 await runtime.gateway.open_all()
-            elif eager or attest_live:
+            elif eager or unsafe_throwaway_key:
                 await runtime._list_once()
-            if attest_live:
-                runtime._attest_live()
+            if unsafe_throwaway_key:
+                runtime._attest_with_unsafe_throwaway_key()
             await runtime.rebuild_index()
             if warm is not None:
                 await anyio.to_thread.run_sync(warm.join)
@@ -228,12 +230,12 @@ class CatalogRuntime:
         finally:
             await session.aclose()
 
-    def _attest_live(self) -> None:
-        from cartograph.cards.attest import attest_in_memory
+    def _attest_with_unsafe_throwaway_key(self) -> None:
+        from cartograph.cards.attest import attest_with_unsafe_throwaway_key
         from cartograph.catalog.model import Catalog
 
         live = tuple(self.live[name] for name in self.servers if name in self.live)
-        self.cards = attest_in_memory(Catalog(servers=live))
+        self.cards = attest_with_unsafe_throwaway_key(Catalog(servers=live))
         self.drift_view.replace(check_drift(self.cards, Catalog(servers=live)))
 
     def start_maintenance(self) -> None:

@@ -33,7 +33,7 @@ async def load_stub_source(
     config: Config, catalog_path: Path | None, *, notify: Notify | None = None
 ) -> StubSource:
     """Verified cards plus the drift of the federation they describe."""
-    from cartograph.cards.attest import attest_in_memory
+    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.cards.loading import load_stored_for_config
     from cartograph.upstream.federation import load_catalog_for
 
@@ -50,7 +50,7 @@ async def load_stub_source(
         return StubSource(
             stored, check_drift(stored, catalog), f"signed cards in {config.state_dir}"
         )
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     origin = str(snapshot) if snapshot is not None else "the live federation"
     return StubSource(
         cards, check_drift(cards, catalog), f"template cards attested in memory ({origin})"

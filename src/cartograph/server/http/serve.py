@@ -78,7 +78,7 @@ class SurfaceFactory(Protocol):
         authority: TokenAuthority,
         routed: bool,
         *,
-        attest_in_memory: bool = False,
+        unsafe_throwaway_key: bool = False,
     ) -> contextlib.AbstractAsyncContextManager[
         tuple[list[CatalogMount], dict[str, ToolSurface]]
     ]: ...
@@ -91,7 +91,7 @@ async def gateway_surfaces(
     authority: TokenAuthority,
     routed: bool,
     *,
-    attest_in_memory: bool = False,
+    unsafe_throwaway_key: bool = False,
 ) -> AsyncIterator[tuple[list[CatalogMount], dict[str, ToolSurface]]]:
     """One ``CatalogRuntime`` per catalog; its ``ProxyHandlers`` with prefix, and a bare twin.
 
@@ -115,7 +115,7 @@ async def gateway_surfaces(
                 cat.servers,
                 name=cat.name,
                 policy=cat.policy,
-                attest_live=attest_in_memory,
+                unsafe_throwaway_key=unsafe_throwaway_key,
                 connect_later=True,
             )
             stack.push_async_callback(runtime.aclose)
@@ -171,7 +171,7 @@ async def http_app(
     host: str | None = None,
     mount_mode: str | None = None,
     allow_remote: bool = False,
-    attest_in_memory: bool = False,
+    unsafe_throwaway_key: bool = False,
     environ: Mapping[str, str] | None = None,
     surfaces: SurfaceFactory = gateway_surfaces,
 ) -> AsyncIterator[ServedApp]:
@@ -190,7 +190,7 @@ async def http_app(
     audit = AuditLog(config.gateway.audit_log, redactor=Redactor.from_config(config))
     try:
         async with surfaces(
-            config, catalogs, authority, routed, attest_in_memory=attest_in_memory
+            config, catalogs, authority, routed, unsafe_throwaway_key=unsafe_throwaway_key
         ) as (mounts, targets):
             app = build_http_app(
                 mounts,
