@@ -31,6 +31,8 @@ from cartograph.server.clients import (
     entry_for,
     env_reference,
     install_entries,
+    read_servers,
+    remove_entries,
 )
 
 PROJECT_FILE: Final = ".cartograph-client.json"
@@ -188,19 +190,9 @@ def connect_http(
         return record
     specs = {n: http_spec(client, u, variable) for n, u in wanted.items()}
     install_entries(client, specs, path=config_path)
-    _remove_entries(client, config_path, set(previous) - set(wanted))
+    remove_entries(client, config_path, set(previous) - set(wanted))
     record.save(project)
     return record
-
-
-def _remove_entries(client: str, path: Path, names: set[str]) -> None:
-    if not names:
-        return
-    data = json.loads(path.read_text(encoding="utf-8"))
-    servers = data.get(container_key(client), {})
-    for name in names:
-        servers.pop(name, None)
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 @dataclass(frozen=True)
@@ -235,11 +227,7 @@ def doctor_findings(record: ProjectRecord) -> list[Finding]:
 
 
 def _client_entries(client: str, path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    servers = data.get(container_key(client), {}) if isinstance(data, dict) else {}
-    return servers if isinstance(servers, dict) else {}
+    return read_servers(client, path) if path.exists() else {}
 
 
 def mode_change(record: ProjectRecord, health: dict[str, Any]) -> str | None:

@@ -32,7 +32,13 @@ from cartograph.config.catalog_rules import (
     check_explicit_prefix,
     check_members,
 )
-from cartograph.config.model import CatalogConfig, CatalogPolicy, Config, ServerConfig
+from cartograph.config.model import (
+    CatalogConfig,
+    CatalogPolicy,
+    Config,
+    ServerConfig,
+    deny_disabled_tools,
+)
 from cartograph.errors import ConfigError
 
 MOUNT_MODE_ENV: Final = "CARTOGRAPH_MOUNT_MODE"
@@ -94,12 +100,13 @@ def _resolve_one(
     config: Config, cat: CatalogConfig, *, many: bool, mount_mode: MountMode
 ) -> ResolvedCatalog:
     servers = _members(config, cat)
+    policy = deny_disabled_tools(cat.policy, servers)  # a client's disabledTools stay disabled
     if cat.tool_prefix is not None:
         check_explicit_prefix(cat.name, cat.tool_prefix, mount_mode)
-        return ResolvedCatalog(cat.name, servers, cat.policy, cat.tool_prefix, "explicit")
+        return ResolvedCatalog(cat.name, servers, policy, cat.tool_prefix, "explicit")
     if many:
-        return ResolvedCatalog(cat.name, servers, cat.policy, derived_prefix(cat.name), "derived")
-    return ResolvedCatalog(cat.name, servers, cat.policy, None, None)
+        return ResolvedCatalog(cat.name, servers, policy, derived_prefix(cat.name), "derived")
+    return ResolvedCatalog(cat.name, servers, policy, None, None)
 
 
 def _members(config: Config, cat: CatalogConfig) -> tuple[ServerConfig, ...]:

@@ -11,6 +11,7 @@ that holds them; a stdio server's working directory defaults to that folder.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tomllib
@@ -23,12 +24,19 @@ import httpx2
 from pydantic import BaseModel, ValidationError
 
 from cartograph.config._files import read_bounded
-from cartograph.config.expand import expand
-from cartograph.config.mcp_json import read_mcp_json, server_mapping, to_native
+from cartograph.config.expand import Folders, expand
+from cartograph.config.mcp_json import (
+    is_cartograph_entry,
+    read_mcp_json,
+    server_mapping,
+    to_native,
+)
 from cartograph.config.model import Config, ServerConfig, Transport
 from cartograph.errors import ConfigError
 from cartograph.names import PROXY_TOOL_NAMES, NamedThing, check_names, normalise_name
 from cartograph.suggest import did_you_mean
+
+logger = logging.getLogger(__name__)
 
 MAX_CONFIG_BYTES: Final = 1024 * 1024
 """A config is a few KiB; anything past this is a mistake or an attack (P-REL-5)."""
@@ -132,8 +140,24 @@ def _inline_entries(value: Any, source: Path) -> list[_Entry]:
     table = server_mapping({"mcpServers": value}, where=f"{source}: [mcpServers]")
     return [
         _Entry(name, to_native(body, where=f"{source}: server {name!r}"), source, "mcpServers")
-        for name, body in table.items()
+        for name, body in _without_cartograph(table, source).items()
     ]
+
+
+def _without_cartograph(table: dict[str, Any], file: Path) -> dict[str, Any]:
+    """The entries that are not Cartograph itself; each skipped one is logged with a note."""
+    kept = {}
+    for name, body in table.items():
+        if is_cartograph_entry(name, body):
+            logger.warning(
+                "%s: skipped server %r: it is Cartograph's own entry (importing it would start "
+                "Cartograph as its own upstream)",
+                file,
+                name,
+            )
+            continue
+        kept[name] = body
+    return kept
 
 
 def _imported_entries(value: Any, source: Path, environ: Mapping[str, str]) -> list[_Entry]:
@@ -148,7 +172,8 @@ def _imported_entries(value: Any, source: Path, environ: Mapping[str, str]) -> l
     entries = []
     for item in value:
         path = _path(expand(item, environ, where=f"{source}: key 'mcp_json'"), source.parent)
-        for name, body in read_mcp_json(path, imported_by=source).items():
+        servers = _without_cartograph(read_mcp_json(path, imported_by=source), path)
+        for name, body in servers.items():
             where = f"{path}: server {name!r}"
             entries.append(_Entry(name, to_native(body, where=where), path, "mcp_json"))
     return entries
@@ -205,22 +230,21 @@ def _expand_server(
     body: dict[str, Any], entry: _Entry, environ: Mapping[str, str]
 ) -> dict[str, Any]:
     out = dict(body)
+    folders = Folders.for_file(entry.file)
+
+    def one(value: Any, key: str) -> Any:
+        if not isinstance(value, str):
+            return value
+        return expand(value, environ, where=f"{entry.where}: key {key!r}", folders=folders)
+
     for key in ("command", "url", "cwd"):
-        if isinstance(out.get(key), str):
-            out[key] = expand(out[key], environ, where=f"{entry.where}: key {key!r}")
+        if key in out:
+            out[key] = one(out[key], key)
     if isinstance(out.get("args"), list):
-        out["args"] = [
-            expand(a, environ, where=f"{entry.where}: key 'args'") if isinstance(a, str) else a
-            for a in out["args"]
-        ]
+        out["args"] = [one(a, "args") for a in out["args"]]
     for key in ("env", "headers"):
         if isinstance(out.get(key), dict):
-            out[key] = {
-                k: expand(v, environ, where=f"{entry.where}: key '{key}.{k}'")
-                if isinstance(v, str)
-                else v
-                for k, v in out[key].items()
-            }
+            out[key] = {k: one(v, f"{key}.{k}") for k, v in out[key].items()}
     return out
 
 

@@ -3,17 +3,23 @@
 Claude Desktop, Cursor and Claude Code write ``{"mcpServers": {name: {...}}}``;
 VS Code writes ``{"servers": {...}}``. Each entry is ``command``/``args``/
 ``env``/``cwd`` for stdio or ``url``/``type``/``headers`` for streamable HTTP
-and SSE, plus ``disabled``. This module turns one entry into Cartograph's
-native server keys; the loader validates the result like any other server.
+and SSE, plus ``disabled`` and ``disabledTools`` (which become deny rules:
+a tool the client had disabled is neither served nor callable). Files are
+read as JSONC (VS Code's and Cursor's files may hold comments and trailing
+commas). This module turns one entry into Cartograph's native server keys;
+the loader validates the result like any other server. An entry that runs
+Cartograph itself is recognised (:func:`is_cartograph_entry`) so the loader
+can skip it instead of starting Cartograph as its own upstream.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Final
+from urllib.parse import urlsplit
 
+from cartograph.config import jsonc
 from cartograph.config._files import read_bounded
 from cartograph.errors import ConfigError
 
@@ -21,11 +27,22 @@ MAX_MCP_JSON_BYTES: Final = 1024 * 1024
 
 # Keys that carry meaning for Cartograph.
 _MAPPED: Final = frozenset(
-    {"command", "args", "env", "cwd", "url", "type", "transportType", "headers", "disabled"}
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "type",
+        "transportType",
+        "headers",
+        "disabled",
+        "disabledTools",
+    }
 )
 # Client-specific keys with no meaning for a proxy (approval lists, UI hints): accepted, ignored.
 _IGNORED: Final = frozenset(
-    {"autoApprove", "alwaysAllow", "disabledTools", "timeout", "description", "gallery", "version"}
+    {"autoApprove", "alwaysAllow", "timeout", "description", "gallery", "version", "envFile"}
 )
 _TYPES: Final[Mapping[str, str]] = {
     "stdio": "stdio",
@@ -41,10 +58,13 @@ def read_mcp_json(path: Path, *, imported_by: Path) -> dict[str, Any]:
     """The server mapping of one JSON file (``mcpServers`` or VS Code's ``servers``)."""
     raw = read_bounded(path, MAX_MCP_JSON_BYTES, hint=f"named by 'mcp_json' in {imported_by}")
     try:
-        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        text = raw.decode("utf-8")
+        data = jsonc.loads(
+            text, where=str(path), code="config_mcp_json", object_pairs_hook=_unique_keys
+        )
+    except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"{path}: not valid JSON ({exc})", code="config_mcp_json", file=str(path)
+            f"{path}: not UTF-8 text ({exc.reason})", code="config_mcp_json", file=str(path)
         ) from None
     except _DuplicateKey as exc:
         raise ConfigError(
@@ -130,4 +150,38 @@ def to_native(entry: Any, *, where: str) -> dict[str, Any]:
                 key="disabled",
             )
         native["enabled"] = not disabled
+    if "disabledTools" in entry:
+        native["disabled_tools"] = _tool_list(entry["disabledTools"], where=where)
     return native
+
+
+def _tool_list(value: Any, *, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(
+            f"{where}: key 'disabledTools': must be a list of tool names",
+            code="config_invalid",
+            key="disabledTools",
+        )
+    return list(value)
+
+
+def is_cartograph_entry(name: str, entry: Any) -> bool:
+    """Does this client entry run Cartograph (stdio, bridge, or one of its HTTP endpoints)?
+
+    Importing it would make Cartograph start itself as an upstream.
+    """
+    if not isinstance(entry, dict):
+        return False
+    command = entry.get("command")
+    raw_args = entry.get("args")
+    args = [a for a in raw_args if isinstance(a, str)] if isinstance(raw_args, list) else []
+    if isinstance(command, str):
+        program = PurePath(command).name.removesuffix(".exe")
+        if program == "cartograph" or any(a.startswith("cartograph.cli") for a in args):
+            return True
+        if program in ("uvx", "pipx") and any(a.split("@")[0] == "cartograph" for a in args[:3]):
+            return True
+        return "-m" in args and args[args.index("-m") + 1 :][:1] == ["cartograph"]
+    url = entry.get("url")
+    ours = name == "cartograph" or name.startswith("cartograph-")
+    return ours and isinstance(url, str) and urlsplit(url).path.startswith("/mcp/")

@@ -86,6 +86,8 @@ class ServerConfig(_Section):
     stateless: bool = False
     publisher: str | None = None
     protocol: Protocol = "auto"
+    disabled_tools: tuple[str, ...] = ()
+    """Tools never served nor callable (a client file's ``disabledTools``): deny rules."""
 
 
 class LLMGeneratorConfig(_Section):
@@ -218,6 +220,26 @@ class CatalogPolicy(_Section):
     proxy_tools: tuple[str, ...] = ("discover", "status", "call")
     allow: tuple[str, ...] = ("*",)
     deny: tuple[str, ...] = ()
+
+
+def deny_disabled_tools(policy: CatalogPolicy, servers: Sequence[ServerConfig]) -> CatalogPolicy:
+    """``policy`` plus a ``server/tool`` deny rule for each server's ``disabled_tools``.
+
+    A tool the client file had disabled must stay disabled behind the proxy:
+    the deny rule hides it from ``discover`` and refuses ``call`` like any other.
+    """
+    extra = [
+        f"{_glob_literal(s.name)}/{_glob_literal(tool)}"
+        for s in servers
+        for tool in s.disabled_tools
+    ]
+    denies = tuple(dict.fromkeys((*policy.deny, *extra)))
+    return policy if denies == policy.deny else policy.model_copy(update={"deny": denies})
+
+
+def _glob_literal(name: str) -> str:
+    """``name`` as an fnmatch pattern matching only itself (``[`` ``*`` ``?`` bracketed)."""
+    return "".join(f"[{c}]" if c in "[]*?" else c for c in name)
 
 
 class CatalogConfig(_Section):

@@ -8,14 +8,15 @@ atomically (P-REL-9), leaving every other entry untouched.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from cartograph.config import jsonc
 from cartograph.errors import ConfigError
 from cartograph.fsutil import atomic_write_text
 
@@ -113,39 +114,71 @@ def install_entry(client: str, name: str, spec: ServerSpec, *, path: Path | None
 def install_entries(
     client: str, specs: dict[str, ServerSpec], *, path: Path | None = None
 ) -> Written:
-    """Like :func:`install_entry` for several entries at once (e.g. one per catalog)."""
+    """Like :func:`install_entry` for several entries at once (e.g. one per catalog).
+
+    The file is edited in place (:mod:`cartograph.config.jsonc`): comments,
+    key order and every other entry stay as the user wrote them.
+    """
     target = path or default_path(client)
-    current = _read(target)
+    text = read_client_text(target)
     key = container_key(client)
-    servers = current.get(key)
-    if servers is None:
-        servers = {}
+    read_servers(client, target, text)  # refuses a file that is not JSON(C) or has no object
+    for name, spec in specs.items():
+        text = jsonc.set_entry(text, key, name, entry_for(client, spec))
+    return write_client_text(target, text)
+
+
+def remove_entries(client: str, path: Path, names: Iterable[str]) -> Written | None:
+    """Remove ``names`` from the client's file (comments kept, backup made); None if none."""
+    text = read_client_text(path)
+    present = read_servers(client, path, text)
+    gone = [n for n in names if n in present]
+    if not gone:
+        return None
+    for name in gone:
+        text = jsonc.remove_entry(text, container_key(client), name)
+    return write_client_text(path, text)
+
+
+def read_client_text(path: Path) -> str:
+    """The file's text, or an empty object when it does not exist yet."""
+    if not path.exists():
+        return "{}\n"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text ({exc.reason}); fix or move it, then re-run",
+            code="client_config_json",
+            file=str(path),
+        ) from None
+    return text if text.strip() else "{}\n"
+
+
+def read_servers(client: str, path: Path, text: str | None = None) -> dict[str, Any]:
+    """The client's server entries; a ConfigError naming file and line when it cannot be read."""
+    data = jsonc.loads(read_client_text(path) if text is None else text, where=str(path))
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: top level is not an object", code="client_config_shape", file=str(path)
+        )
+    key = container_key(client)
+    servers = data.get(key, {})
     if not isinstance(servers, dict):
         raise ConfigError(
-            f"{target}: {key!r} is not an object; fix the file by hand first",
+            f"{path}: {key!r} is not an object; fix the file by hand first",
             code="client_config_shape",
+            file=str(path),
         )
-    for name, spec in specs.items():
-        servers[name] = entry_for(client, spec)
-    current[key] = servers
-    backup = _backup(target)
-    atomic_write_text(target, json.dumps(current, indent=2, ensure_ascii=False) + "\n")
-    return Written(path=target, backup=backup)
+    return servers
 
 
-def _read(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(
-            f"{path}: not valid JSON ({exc}); fix or move it, then re-run connect",
-            code="client_config_json",
-        ) from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: top level is not an object", code="client_config_shape")
-    return data
+def write_client_text(path: Path, text: str) -> Written:
+    """Write atomically, keeping the previous file as ``.bak`` (P-REL-9)."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644  # a private file stays so
+    backup = _backup(path)
+    atomic_write_text(path, text if text.endswith("\n") else text + "\n", mode=mode)
+    return Written(path=path, backup=backup)
 
 
 def _backup(path: Path) -> Path | None:

@@ -36,7 +36,7 @@ from cartograph.cards.drift import (
 from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
-from cartograph.config.model import CatalogPolicy, Config, ServerConfig
+from cartograph.config.model import CatalogPolicy, Config, ServerConfig, deny_disabled_tools
 from cartograph.errors import CartographError, UnknownToolError, UpstreamError, UsageLogError
 from cartograph.gateway.arguments import compile_validator, validate_arguments
 from cartograph.gateway.audit import AuditLog, Redactor
@@ -79,7 +79,8 @@ class CatalogRuntime:
     ) -> None:
         self.config = config
         self.name = name
-        self.policy = policy or CatalogPolicy()
+        # A server's disabled_tools are denied whoever built the runtime (defence in depth).
+        self.policy = deny_disabled_tools(policy or CatalogPolicy(), servers)
         self.servers = {s.name: s for s in servers}
         self.cards = cards.subset(self.servers) if hasattr(cards, "subset") else cards
         self.embedder = embedder
