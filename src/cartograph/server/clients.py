@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from cartograph.config import jsonc
 from cartograph.errors import ConfigError
 from cartograph.fsutil import atomic_write_text
 
@@ -119,6 +118,8 @@ def install_entries(
     The file is edited in place (:mod:`cartograph.config.jsonc`): comments,
     key order and every other entry stay as the user wrote them.
     """
+    from cartograph.config import jsonc  # lazily: the package pulls pydantic (CLI start-up)
+
     target = path or default_path(client)
     text = read_client_text(target)
     key = container_key(client)
@@ -130,6 +131,8 @@ def install_entries(
 
 def remove_entries(client: str, path: Path, names: Iterable[str]) -> Written | None:
     """Remove ``names`` from the client's file (comments kept, backup made); None if none."""
+    from cartograph.config import jsonc
+
     text = read_client_text(path)
     present = read_servers(client, path, text)
     gone = [n for n in names if n in present]
@@ -157,6 +160,8 @@ def read_client_text(path: Path) -> str:
 
 def read_servers(client: str, path: Path, text: str | None = None) -> dict[str, Any]:
     """The client's server entries; a ConfigError naming file and line when it cannot be read."""
+    from cartograph.config import jsonc
+
     data = jsonc.loads(read_client_text(path) if text is None else text, where=str(path))
     if not isinstance(data, dict):
         raise ConfigError(
