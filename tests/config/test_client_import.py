@@ -152,7 +152,7 @@ def _calc_config(tmp_path: Path) -> Path:
 
 def test_a_disabled_tool_is_not_callable_through_the_cli(tmp_path: Path) -> None:
     config = _calc_config(tmp_path)
-    args = ["--config", str(config), "--attest-in-memory"]
+    args = ["--config", str(config), "--unsafe-throwaway-key"]
     refused = runner.invoke(build_app(), ["call", "calc", "add", '{"a": 1, "b": 2}', *args])
     assert refused.exit_code == 1, refused.output
     assert "tool_denied" in refused.output
