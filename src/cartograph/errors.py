@@ -26,6 +26,7 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   ├── UpstreamProtocolError   malformed or unexpected reply
     │   ├── CircuitOpen             breaker open; fail fast with retry-after
     │   ├── Overloaded              in-flight limit and queue are full
+    │   ├── UpstreamRefused         the upstream answered with a JSON-RPC error (no such resource)
     │   └── ToolFailed              the tool ran and reported an error (isError), seen by a stub
     ├── CallError                   a `call` the proxy refuses before any upstream I/O
     │   ├── UnknownToolError        no such server/tool in the verified catalog
@@ -137,6 +138,15 @@ class CircuitOpen(UpstreamError):
 
 class Overloaded(UpstreamError):
     code = "overloaded"
+
+
+class UpstreamRefused(UpstreamError):
+    """The upstream is healthy and said no (unknown resource or prompt, bad arguments).
+
+    Carries the upstream's JSON-RPC ``rpc_code``; it never counts against the breaker.
+    """
+
+    code = "upstream_refused"
 
 
 class CallError(CartographError):

@@ -215,11 +215,17 @@ def check_token_entries(tokens: Sequence[TokenConfig]) -> None:
 
 
 class CatalogPolicy(_Section):
-    """What one catalog exposes: which proxy tools, which upstream tools."""
+    """What one catalog exposes: which proxy tools, which upstream tools, resources and prompts.
+
+    ``allow``/``deny`` globs match ``server/tool``, ``server/prompt`` and
+    ``server/resource-uri`` alike; ``passthrough`` turns upstream resources
+    or prompts off for the whole catalog.
+    """
 
     proxy_tools: tuple[str, ...] = ("discover", "status", "call")
     allow: tuple[str, ...] = ("*",)
     deny: tuple[str, ...] = ()
+    passthrough: tuple[Literal["resources", "prompts"], ...] = ("resources", "prompts")
 
 
 def deny_disabled_tools(policy: CatalogPolicy, servers: Sequence[ServerConfig]) -> CatalogPolicy:

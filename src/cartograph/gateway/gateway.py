@@ -15,17 +15,23 @@ that before any call reaches here.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult
 
 from cartograph.config.model import GatewayConfig, ServerConfig
-from cartograph.errors import UnknownToolError, UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from cartograph.errors import (
+    UnknownToolError,
+    UpstreamError,
+    UpstreamRefused,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+)
 from cartograph.gateway.audit import Redactor
 from cartograph.gateway.limits import Bulkhead, CircuitBreaker
 from cartograph.gateway.pool import (
@@ -46,6 +52,10 @@ DEADLINE_MARGIN: Final = 0.5
 Admit = Callable[[str, str], None]
 """Raises when (server, tool) may not be called *now*: re-run after every (re)open, since a
 restarted upstream may have changed its tools under us."""
+
+_T = TypeVar("_T")
+Operation = Callable[[Upstream], Awaitable[_T]]
+"""One request on an upstream session, run under the gateway's guards."""
 
 RESTARTABLE_CODES: Final = frozenset({"upstream_session_closed"})
 """Failures that provably happened before the request left: safe to restart and resend."""
@@ -148,13 +158,52 @@ class Gateway:
         circuit open, overloaded) with secrets redacted from their messages.
         """
         cfg = self._server(server)
-        guard = self._guards[server]
+
+        async def invoke(session: Upstream) -> CallToolResult:
+            return await session.call_tool(
+                tool, arguments, timeout=cfg.call_timeout, progress_callback=progress_callback
+            )
+
+        result = await self._guarded(cfg, invoke, client=client, what=tool, admit=tool)
+        return limit_result(
+            redact_error_result(result, self.redactor), self.settings.max_result_bytes
+        )
+
+    async def request(
+        self, server: str, operation: Operation[_T], *, client: str | None, what: str
+    ) -> _T:
+        """Run one non-tool request (``resources/read``, ``prompts/get``) like a call.
+
+        The same breaker, bulkhead, deadline, pool partition and shutdown
+        handling as :meth:`call`; ``what`` names the request in errors. An
+        upstream that answers "no" (:class:`UpstreamRefused`) is healthy: that
+        does not count against its breaker.
+        """
+        return await self._guarded(
+            self._server(server), operation, client=client, what=what, admit=None
+        )
+
+    async def _guarded(
+        self,
+        cfg: ServerConfig,
+        operation: Operation[_T],
+        *,
+        client: str | None,
+        what: str,
+        admit: str | None,
+    ) -> _T:
+        guard = self._guards[cfg.name]
         guard.breaker.before_call()
         async with guard.bulkhead.slot():
             guard.calls += 1
             try:
-                with self._tracked(server):
-                    result = await self._dispatch(cfg, tool, arguments, client, progress_callback)
+                with self._tracked(cfg.name):
+                    result = await self._dispatch(cfg, operation, client, what, admit)
+            except UpstreamRefused as exc:
+                guard.breaker.record_success()
+                exc.message = self.redactor(exc.message)
+                exc.args = (exc.message,)
+                raise
             except UpstreamError as exc:
                 guard.breaker.record_failure()
                 guard.failures += 1
@@ -165,9 +214,7 @@ class Gateway:
                 guard.breaker.abandon()
                 raise
             guard.breaker.record_success()
-        return limit_result(
-            redact_error_result(result, self.redactor), self.settings.max_result_bytes
-        )
+        return result
 
     def _server(self, server: str) -> ServerConfig:
         cfg = self.servers.get(server)
@@ -182,53 +229,53 @@ class Gateway:
     async def _dispatch(
         self,
         cfg: ServerConfig,
-        tool: str,
-        arguments: dict[str, Any],
+        operation: Operation[_T],
         client: str | None,
-        progress: ProgressFnT | None,
-    ) -> CallToolResult:
+        what: str,
+        admit: str | None,
+    ) -> _T:
         if self.mode == "oneshot":
-            return await self._oneshot(cfg, tool, arguments, progress)
+            return await self._oneshot(cfg, operation, what, admit)
         partition = self.partition_for(cfg.name, client)
         if partition is None:
-            return await self._oneshot(cfg, tool, arguments, progress)
+            return await self._oneshot(cfg, operation, what, admit)
         try:
-            return await self._pooled(cfg, partition, tool, arguments, progress)
+            return await self._pooled(cfg, partition, operation, what, admit)
         except UpstreamError as exc:
             if exc.code not in RESTARTABLE_CODES:
                 raise
         # The session died before our request left: restart and send it once more.
-        return await self._pooled(cfg, partition, tool, arguments, progress)
+        return await self._pooled(cfg, partition, operation, what, admit)
 
     async def _pooled(
         self,
         cfg: ServerConfig,
         partition: str,
-        tool: str,
-        arguments: dict[str, Any],
-        progress: ProgressFnT | None,
-    ) -> CallToolResult:
+        operation: Operation[_T],
+        what: str,
+        admit: str | None,
+    ) -> _T:
         session = await self.pool.get(cfg, partition)
-        self._check_admitted(cfg.name, tool)
+        self._check_admitted(cfg.name, admit)
         with self.pool.leased(session):
             try:
-                return await _invoke(session, cfg, tool, arguments, progress)
+                return await _invoke(session, cfg, operation, what)
             except UpstreamTimeout:
                 # The reply may still be arriving: never reuse this session (P-REL-12).
                 self.pool.retire(cfg.name, partition, session)
                 raise
 
-    def _check_admitted(self, server: str, tool: str) -> None:
-        if self._admit is not None:
+    def _check_admitted(self, server: str, tool: str | None) -> None:
+        if self._admit is not None and tool is not None:
             self._admit(server, tool)
 
     async def _oneshot(
         self,
         cfg: ServerConfig,
-        tool: str,
-        arguments: dict[str, Any],
-        progress: ProgressFnT | None,
-    ) -> CallToolResult:
+        operation: Operation[_T],
+        what: str,
+        admit: str | None,
+    ) -> _T:
         timing = OneShotTiming()
         started = time.perf_counter()
         session = await self._opener(cfg)
@@ -238,9 +285,9 @@ class Gateway:
             if self._on_open is not None:
                 await self._on_open(cfg.name, session, False)
             timing.list_ms = _ms_since(mark)
-            self._check_admitted(cfg.name, tool)
+            self._check_admitted(cfg.name, admit)
             mark = time.perf_counter()
-            result = await _invoke(session, cfg, tool, arguments, progress)
+            result = await _invoke(session, cfg, operation, what)
             timing.call_ms = _ms_since(mark)
         finally:
             mark = time.perf_counter()
@@ -333,24 +380,16 @@ class Gateway:
         return {"mode": self.mode, "servers": servers}
 
 
-async def _invoke(
-    session: Upstream,
-    cfg: ServerConfig,
-    tool: str,
-    arguments: dict[str, Any],
-    progress: ProgressFnT | None,
-) -> CallToolResult:
+async def _invoke(session: Upstream, cfg: ServerConfig, operation: Operation[_T], what: str) -> _T:
     try:
         with anyio.fail_after(cfg.call_timeout + DEADLINE_MARGIN):
-            return await session.call_tool(
-                tool, arguments, timeout=cfg.call_timeout, progress_callback=progress
-            )
+            return await operation(session)
     except TimeoutError:
         raise UpstreamTimeout(
-            f"upstream {cfg.name!r}: {tool} gave no answer within {cfg.call_timeout:g}s "
+            f"upstream {cfg.name!r}: {what} gave no answer within {cfg.call_timeout:g}s "
             f"(raise call_timeout for {cfg.name!r} if it is just slow)",
             server=cfg.name,
-            tool=tool,
+            tool=what,
             timeout=cfg.call_timeout,
         ) from None
 

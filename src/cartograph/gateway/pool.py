@@ -20,11 +20,11 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
 
 from cartograph.catalog.model import ServerDef
 from cartograph.config.model import (
@@ -34,6 +34,9 @@ from cartograph.config.model import (
     ServerConfig,
 )
 from cartograph.errors import SessionLimitError, UpstreamUnavailable
+
+if TYPE_CHECKING:
+    from cartograph.upstream.content import ContentListing
 
 SHARED_PARTITION: Final = "*"
 CLOSE_ALL_TIMEOUT: Final = 20.0
@@ -66,6 +69,23 @@ class Upstream(Protocol):
         timeout: float,  # noqa: ASYNC109 - mirrors UpstreamSession.call_tool
         progress_callback: ProgressFnT | None = None,
     ) -> CallToolResult: ...
+
+    async def list_content(self) -> ContentListing: ...
+
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - mirrors UpstreamSession.read_resource
+    ) -> ReadResourceResult: ...
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, str] | None,
+        *,
+        timeout: float,  # noqa: ASYNC109 - mirrors UpstreamSession.get_prompt
+    ) -> GetPromptResult: ...
 
     async def aclose(self) -> None: ...
 

@@ -13,12 +13,21 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.types import CallToolResult, TextContent, Tool
+from mcp.types import (
+    CallToolResult,
+    GetPromptResult,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    TextContent,
+    Tool,
+)
 
 from cartograph.config.model import CatalogPolicy
 from cartograph.errors import (
@@ -32,10 +41,20 @@ from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_
 from cartograph.gateway.pool import partition_key
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server.offload import run_cpu
+from cartograph.server.passthrough import (
+    ChangeListener,
+    audit_uri,
+    prompt_name,
+    resource_uri,
+    split_prompt_name,
+    split_resource_uri,
+)
 from cartograph.server.runtime import CatalogRuntime, policy_allows
 from cartograph.server.tools import CALL, DISCOVER, MAX_K, PROXY_TOOLS, STATUS, proxy_tool
 
 logger = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
 
 Authorize = Callable[[str | None, str, str], None]
 """``authorize(principal, catalog, proxy_tool_name)``; raises PolicyError to refuse."""
@@ -67,6 +86,28 @@ class ToolSurface(Protocol):
     ) -> CallToolResult: ...
 
     def instructions(self) -> str: ...
+
+
+class ContentSurface(Protocol):
+    """Upstream resources and prompts as one mount serves them (``server/passthrough.py``).
+
+    Lists read the caller from :data:`CALL_CONTEXT`; refusals raise
+    :class:`CartographError`, which the MCP layer turns into JSON-RPC errors.
+    """
+
+    def list_resources(self) -> list[Resource]: ...
+
+    def list_resource_templates(self) -> list[ResourceTemplate]: ...
+
+    def list_prompts(self) -> list[Prompt]: ...
+
+    async def read_resource(self, uri: str, *, principal: str | None) -> ReadResourceResult: ...
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, *, principal: str | None
+    ) -> GetPromptResult: ...
+
+    def subscribe_changes(self, listener: ChangeListener) -> None: ...
 
 
 class ProxyHandlers:
@@ -270,6 +311,153 @@ class ProxyHandlers:
         )
         return _with_repairs(result, meta)
 
+    # -- resources and prompts (server/passthrough.py) -------------------------------
+
+    def subscribe_changes(self, listener: ChangeListener) -> None:
+        """Forward this catalog's resources/prompts ``list_changed`` to ``listener``."""
+        self.runtime.content.subscribe(listener)
+
+    def _passes(self, kind: str, server: str, name: str) -> bool:
+        return kind in self.policy.passthrough and policy_allows(self.policy, server, name)
+
+    def list_resources(self) -> list[Resource]:
+        return [
+            r.model_copy(update={"uri": resource_uri(self.catalog, server, r.uri)})
+            for server, listing in self.runtime.content_listings()
+            for r in listing.resources
+            if self._passes("resources", server, r.uri)
+        ]
+
+    def list_resource_templates(self) -> list[ResourceTemplate]:
+        return [
+            t.model_copy(
+                update={"uri_template": resource_uri(self.catalog, server, t.uri_template)}
+            )
+            for server, listing in self.runtime.content_listings()
+            for t in listing.templates
+            if self._passes("resources", server, t.uri_template)
+        ]
+
+    def list_prompts(self) -> list[Prompt]:
+        return [
+            p.model_copy(update={"name": prompt_name(server, p.name, self.tool_prefix)})
+            for server, listing in self.runtime.content_listings()
+            for p in listing.prompts
+            if self._passes("prompts", server, p.name)
+        ]
+
+    async def read_resource(
+        self, uri: str, *, principal: str | None, client: str | None = None
+    ) -> ReadResourceResult:
+        """Authorize, map back, read through the gateway and audit one ``resources/read``."""
+        record = _Pending(proxy_tool="resources/read", arguments=None)
+        client = client if client is not None else _current_client()
+
+        async def read() -> ReadResourceResult:
+            server, upstream = self._resource_target(uri)
+            record.server, record.tool = server, audit_uri(upstream)
+            result = await self.runtime.read_resource(
+                server, upstream, principal=principal, client=client
+            )
+            contents = [
+                c.model_copy(update={"uri": resource_uri(self.catalog, server, c.uri)})
+                for c in result.contents
+            ]
+            return result.model_copy(update={"contents": contents})
+
+        return await self._content_request(record, principal, read)
+
+    def _resource_target(self, uri: str) -> tuple[str, str]:
+        parts = split_resource_uri(uri)
+        if parts is None or parts[0] != self.catalog:
+            raise UnknownToolError(
+                f"no resource {uri!r} in catalog {self.catalog!r}; its resources are "
+                f"cartograph://{self.catalog}/<server>/<uri> (see resources/list)",
+                code="unknown_resource",
+            )
+        _catalog, server, upstream = parts
+        self._check_passes("resources", server, upstream)
+        return server, upstream
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, str] | None,
+        *,
+        principal: str | None,
+        client: str | None = None,
+    ) -> GetPromptResult:
+        """Authorize, map back, render through the gateway and audit one ``prompts/get``."""
+        record = _Pending(proxy_tool="prompts/get", arguments=arguments)
+        client = client if client is not None else _current_client()
+
+        async def get() -> GetPromptResult:
+            parts = split_prompt_name(name, self.tool_prefix)
+            if parts is None:
+                raise UnknownToolError(
+                    f"no prompt {name!r} in catalog {self.catalog!r}; prompts are named "
+                    f"{self.tool_prefix or ''}<server>/<prompt> (see prompts/list)",
+                    code="unknown_prompt",
+                )
+            server, prompt = parts
+            record.server, record.tool = server, prompt
+            self._check_passes("prompts", server, prompt)
+            return await self.runtime.get_prompt(
+                server, prompt, arguments, principal=principal, client=client
+            )
+
+        return await self._content_request(record, principal, get)
+
+    def _check_passes(self, kind: str, server: str, name: str) -> None:
+        if kind not in self.policy.passthrough:
+            raise PolicyError(
+                f"catalog {self.catalog!r} does not pass upstream {kind} through "
+                f'(catalogs[name="{self.catalog}"].policy.passthrough)',
+                code=f"{kind}_off",
+            )
+        if not policy_allows(self.policy, server, name):
+            raise PolicyError(
+                f"{server}/{name} is not allowed in catalog {self.catalog!r} "
+                f'(catalogs[name="{self.catalog}"].policy allow/deny)',
+                code="resource_denied" if kind == "resources" else "prompt_denied",
+                server=server,
+            )
+
+    async def _content_request(
+        self, record: _Pending, principal: str | None, run: Callable[[], Awaitable[_R]]
+    ) -> _R:
+        """One authorization decision and one audit record, as for a proxy tool call."""
+        started = time.perf_counter()
+        outcome = "cancelled"
+        try:
+            if self.authorize is not None:
+                self.authorize(principal, self.catalog, record.proxy_tool)
+            result = await run()
+            outcome = "ok"
+            return result
+        except CartographError as exc:
+            outcome = exc.code
+            raise _redact(exc, self.runtime) from None
+        finally:
+            self._audit_outcome(record, principal, outcome, started)
+
+    def _audit_outcome(
+        self, record: _Pending, principal: str | None, outcome: str, started: float
+    ) -> None:
+        self.audit.write(
+            AuditRecord(
+                time=utc_now(),
+                catalog=self.catalog,
+                principal=principal,
+                proxy_tool=record.proxy_tool,
+                server=record.server,
+                tool=record.tool,
+                duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
+                outcome=outcome,
+                arguments=argument_shape(record.arguments),
+            )
+        )
+
     def _known(self, server: str, tool: str) -> bool:
         card = self.runtime.cards.get(server)
         return card is not None and card.body.tool(tool) is not None
@@ -310,6 +498,11 @@ class ProxyHandlers:
                 await learning.record_call(session, record.server, record.tool, _outcome(result))
         except CartographError as exc:  # the usage log failed: the answer still goes out
             logger.warning("learning could not log %s: %s", record.proxy_tool, exc.code)
+
+
+def _current_client() -> str | None:
+    context = CALL_CONTEXT.get()
+    return context.client if context is not None else None
 
 
 def _outcome(result: CallToolResult | None) -> str:

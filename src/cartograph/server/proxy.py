@@ -10,18 +10,38 @@ handler's scope, and the SDK sends the upstream a ``notifications/cancelled``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Final, TypeGuard
 
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
-from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.models import InitializationOptions
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    GetPromptRequestParams,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    SubscriptionsListenRequestParams,
+)
 
 from cartograph import __version__
-from cartograph.errors import CartographError
+from cartograph.errors import CallError, CartographError, PolicyError, UpstreamRefused
 from cartograph.gateway.pool import SESSIONLESS_CLIENT
 from cartograph.gateway.results import error_result
-from cartograph.server.handlers import CALL_CONTEXT, CallContext, ToolSurface
+from cartograph.server.handlers import CALL_CONTEXT, CallContext, ContentSurface, ToolSurface
+from cartograph.server.notify import ChangeNotifier, remembering
 
 logger = logging.getLogger(__name__)
 
@@ -51,35 +71,57 @@ def session_header_key(ctx: Ctx) -> str | None:
     return LOCAL_CLIENT
 
 
+class ProxyServer(Server[Any]):
+    """The SDK server, saying that its resource and prompt lists change (they follow upstreams)."""
+
+    notifier: ChangeNotifier | None = None
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        changes = notification_options or NotificationOptions(
+            prompts_changed=True, resources_changed=True
+        )
+        return super().create_initialization_options(changes, experimental_capabilities, extensions)
+
+
 def build_proxy_server(
     handlers: ToolSurface,
     *,
     client_key: KeyOf = session_header_key,
     principal_of: KeyOf | None = None,
-) -> Server[Any]:
-    """A low-level MCP server exposing ``handlers``' tools (discover/status/call)."""
+) -> ProxyServer:
+    """A low-level MCP server exposing ``handlers``' tools (discover/status/call).
+
+    When ``handlers`` also serves upstream resources and prompts
+    (:class:`ContentSurface`), those are registered too, and their changes are
+    forwarded to the connected clients (``server.notifier``).
+    """
+
+    def context(ctx: Ctx, progress: Any = None) -> CallContext:
+        principal = principal_of(ctx) if principal_of is not None else None
+        return CallContext(client=client_key(ctx), progress=progress, principal=principal)
 
     async def on_list_tools(ctx: Ctx, _params: PaginatedRequestParams | None) -> ListToolsResult:
         # The routed mount lists only what this principal reaches (P-AUTH-5).
-        principal = principal_of(ctx) if principal_of is not None else None
-        token = CALL_CONTEXT.set(CallContext(client=client_key(ctx), principal=principal))
+        token = CALL_CONTEXT.set(context(ctx))
         try:
             return ListToolsResult(tools=handlers.list_tools())
         finally:
             CALL_CONTEXT.reset(token)
 
     async def on_call_tool(ctx: Ctx, params: CallToolRequestParams) -> CallToolResult:
-        principal = principal_of(ctx) if principal_of is not None else None
-
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(progress, total, message)
 
-        token = CALL_CONTEXT.set(
-            CallContext(client=client_key(ctx), progress=progress, principal=principal)
-        )
+        call = context(ctx, progress)
+        token = CALL_CONTEXT.set(call)
         try:
             return await handlers.call_tool(
-                params.name, dict(params.arguments or {}), principal=principal
+                params.name, dict(params.arguments or {}), principal=call.principal
             )
         except CartographError as exc:
             return error_result(exc)
@@ -91,10 +133,111 @@ def build_proxy_server(
         finally:
             CALL_CONTEXT.reset(token)
 
-    return Server(
+    server = ProxyServer(
         SERVER_NAME,
         version=__version__,
         instructions=handlers.instructions(),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+    if _serves_content(handlers):
+        _add_content(server, handlers, context)
+        notifier = ChangeNotifier()
+        server.notifier = notifier
+        server.add_request_handler(
+            "subscriptions/listen", SubscriptionsListenRequestParams, notifier.listen
+        )
+        server.middleware.append(remembering(notifier, _sessioned(client_key)))
+        handlers.subscribe_changes(notifier)
+    return server
+
+
+def _serves_content(handlers: ToolSurface) -> TypeGuard[ContentSurface]:
+    return callable(getattr(handlers, "subscribe_changes", None))
+
+
+def _sessioned(client_key: KeyOf) -> KeyOf:
+    """The client key of a connection that can receive notifications (not a sessionless POST)."""
+
+    def key(ctx: Ctx) -> str | None:
+        found = client_key(ctx)
+        return None if found == SESSIONLESS_HTTP_CLIENT else found
+
+    return key
+
+
+def _add_content(
+    server: Server[Any], surface: ContentSurface, context: Callable[[Ctx], CallContext]
+) -> None:
+    """``resources/*`` and ``prompts/*`` handlers over ``surface``; refusals are JSON-RPC errors."""
+
+    async def on_list_resources(ctx: Ctx, _p: PaginatedRequestParams | None) -> ListResourcesResult:
+        with _called(context(ctx)):
+            return ListResourcesResult(resources=surface.list_resources())
+
+    async def on_list_templates(
+        ctx: Ctx, _p: PaginatedRequestParams | None
+    ) -> ListResourceTemplatesResult:
+        with _called(context(ctx)):
+            return ListResourceTemplatesResult(resource_templates=surface.list_resource_templates())
+
+    async def on_read_resource(ctx: Ctx, params: ReadResourceRequestParams) -> ReadResourceResult:
+        call = context(ctx)
+        with _called(call), _as_rpc_error("resources/read"):
+            return await surface.read_resource(params.uri, principal=call.principal)
+
+    async def on_list_prompts(ctx: Ctx, _p: PaginatedRequestParams | None) -> ListPromptsResult:
+        with _called(context(ctx)):
+            return ListPromptsResult(prompts=surface.list_prompts())
+
+    async def on_get_prompt(ctx: Ctx, params: GetPromptRequestParams) -> GetPromptResult:
+        call = context(ctx)
+        with _called(call), _as_rpc_error("prompts/get"):
+            return await surface.get_prompt(params.name, params.arguments, principal=call.principal)
+
+    server.add_request_handler("resources/list", PaginatedRequestParams, on_list_resources)
+    server.add_request_handler(
+        "resources/templates/list", PaginatedRequestParams, on_list_templates
+    )
+    server.add_request_handler("resources/read", ReadResourceRequestParams, on_read_resource)
+    server.add_request_handler("prompts/list", PaginatedRequestParams, on_list_prompts)
+    server.add_request_handler("prompts/get", GetPromptRequestParams, on_get_prompt)
+
+
+@contextmanager
+def _called(call: CallContext) -> Iterator[None]:
+    token = CALL_CONTEXT.set(call)
+    try:
+        yield
+    finally:
+        CALL_CONTEXT.reset(token)
+
+
+@contextmanager
+def _as_rpc_error(method: str) -> Iterator[None]:
+    """A refusal or upstream failure as the JSON-RPC error the client expects.
+
+    ``data.code`` carries Cartograph's stable code; an upstream's own "no"
+    keeps the upstream's JSON-RPC code (e.g. -32602, unknown resource).
+    """
+    try:
+        yield
+    except UpstreamRefused as exc:
+        raise MCPError(
+            exc.details.get("rpc_code", INVALID_PARAMS), exc.message, _data(exc)
+        ) from None
+    except (CallError, PolicyError) as exc:
+        raise MCPError(INVALID_PARAMS, exc.message, _data(exc)) from None
+    except CartographError as exc:
+        raise MCPError(INTERNAL_ERROR, exc.message, _data(exc)) from None
+    except MCPError:
+        raise
+    except Exception as exc:  # the proxy must outlive any bug in one request
+        logger.exception("%s failed", method)
+        raise MCPError(
+            INTERNAL_ERROR, f"internal error: {type(exc).__name__}", {"code": "internal_error"}
+        ) from None
+
+
+def _data(exc: CartographError) -> dict[str, Any]:
+    return {"code": exc.code}

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
 
 from cartograph.cards.drift import (
     DriftReport,
@@ -51,6 +51,8 @@ from cartograph.index.serving import (
 )
 from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
 from cartograph.server.offload import run_cpu
+from cartograph.server.passthrough import CatalogContent
+from cartograph.upstream.content import ContentListing
 from cartograph.suggest import did_you_mean
 
 if TYPE_CHECKING:
@@ -89,6 +91,8 @@ class CatalogRuntime:
         self.audit = AuditLog(config.gateway.audit_log, redactor=self.redactor)
         self.drift_view = DriftView()
         """Every listed tool's standing against its card, shared by discover, call and status."""
+        self.content = CatalogContent(name)
+        """Each server's resources and prompts (not attested; served for carded servers only)."""
         self.live: dict[str, ServerDef] = {}
         self._refreshing: dict[str, bool] = {}
         self.unchecked: set[str] = set()
@@ -319,6 +323,7 @@ class CatalogRuntime:
                 await self._on_tools_changed(server, session)
 
             subscribe(changed)
+        await self.content.opened(server, session)
 
     async def _on_tools_changed(self, server: str, session: Upstream) -> None:
         """Coalesced: a flood of notifications costs one re-list in flight plus one after."""
@@ -488,6 +493,61 @@ class CatalogRuntime:
         partition = partition_key(principal, client)
         return await self.gateway.call(
             server, tool, arguments, client=partition, progress_callback=progress_callback
+        )
+
+    # -- resources and prompts ---------------------------------------------------
+
+    def content_listings(self) -> list[tuple[str, ContentListing]]:
+        """Each listed server's resources and prompts, in config order.
+
+        Only servers whose card verified: content is not attested itself, but a
+        server the operator has not attested (or whose card was refused) serves
+        nothing at all.
+        """
+        listings = self.content.listings
+        return [(s, listings[s]) for s in self.servers if s in listings and s in self.cards]
+
+    def _content_server(self, server: str, what: str) -> None:
+        if server not in self.servers or server not in self.cards:
+            raise UnknownToolError(
+                f"no server {server!r} in catalog {self.name!r} serves {what}; "
+                "list them again (resources/list, prompts/list)",
+                code="unknown_server",
+                server=server,
+            )
+
+    async def read_resource(
+        self, server: str, uri: str, *, principal: str | None = None, client: str | None = None
+    ) -> ReadResourceResult:
+        """Read ``uri`` from ``server`` through the gateway (breaker, deadline, pool partition)."""
+        self._content_server(server, "resources")
+        timeout = self.servers[server].call_timeout
+
+        async def read(session: Upstream) -> ReadResourceResult:
+            return await session.read_resource(uri, timeout=timeout)
+
+        return await self.gateway.request(
+            server, read, client=partition_key(principal, client), what="resources/read"
+        )
+
+    async def get_prompt(
+        self,
+        server: str,
+        name: str,
+        arguments: dict[str, str] | None,
+        *,
+        principal: str | None = None,
+        client: str | None = None,
+    ) -> GetPromptResult:
+        """Render prompt ``name`` of ``server`` through the gateway."""
+        self._content_server(server, "prompts")
+        timeout = self.servers[server].call_timeout
+
+        async def get(session: Upstream) -> GetPromptResult:
+            return await session.get_prompt(name, arguments, timeout=timeout)
+
+        return await self.gateway.request(
+            server, get, client=partition_key(principal, client), what=f"prompts/get {name}"
         )
 
     def _validator(self, server: str, tool_card: ToolCard) -> Any:

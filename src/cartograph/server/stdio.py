@@ -21,13 +21,22 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import anyio
-from mcp.types import CallToolResult, Tool
+from mcp.types import (
+    CallToolResult,
+    GetPromptResult,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
 
 from cartograph.config.catalogs import ResolvedCatalog
 from cartograph.errors import CartographError
 from cartograph.gateway.results import error_result
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.jsonrpc_refusal import Refusal
+from cartograph.server.passthrough import ChangeListener
 from cartograph.server.proxy import build_proxy_server
 from cartograph.server.runtime import CatalogRuntime
 from cartograph.server.stdio_guard import guarded_stdio, refusal_record
@@ -60,6 +69,7 @@ class DeferredHandlers:
         self.handlers: ProxyHandlers | None = None
         self.failure: CartographError | None = None
         self._exposed = tuple(t for t in PROXY_TOOLS if t in catalog.policy.proxy_tools)
+        self._listeners: list[ChangeListener] = []
 
     def list_tools(self) -> list[Tool]:
         return [proxy_tool(name, prefix=self.prefix) for name in self._exposed]
@@ -74,6 +84,8 @@ class DeferredHandlers:
             policy=self.catalog.policy,
             tool_prefix=self.prefix,
         )
+        for listener in self._listeners:
+            self.handlers.subscribe_changes(listener)
         self._ready.set()
 
     def set_failure(self, error: CartographError) -> None:
@@ -91,6 +103,40 @@ class DeferredHandlers:
             "the catalog is still starting; retry in a moment", code="starting"
         )
         return error_result(error)
+
+    # -- resources and prompts: empty until the catalog is up, then list_changed --------
+
+    def subscribe_changes(self, listener: ChangeListener) -> None:
+        self._listeners.append(listener)
+        if self.handlers is not None:
+            self.handlers.subscribe_changes(listener)
+
+    def list_resources(self) -> list[Resource]:
+        return self.handlers.list_resources() if self.handlers is not None else []
+
+    def list_resource_templates(self) -> list[ResourceTemplate]:
+        return self.handlers.list_resource_templates() if self.handlers is not None else []
+
+    def list_prompts(self) -> list[Prompt]:
+        return self.handlers.list_prompts() if self.handlers is not None else []
+
+    async def read_resource(self, uri: str, *, principal: str | None) -> ReadResourceResult:
+        return await (await self._ready_handlers()).read_resource(uri, principal=principal)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, *, principal: str | None
+    ) -> GetPromptResult:
+        handlers = await self._ready_handlers()
+        return await handlers.get_prompt(name, arguments, principal=principal)
+
+    async def _ready_handlers(self) -> ProxyHandlers:
+        with anyio.move_on_after(READY_TIMEOUT):
+            await self._ready.wait()
+        if self.handlers is None:
+            raise self.failure or CartographError(
+                "the catalog is still starting; retry in a moment", code="starting"
+            )
+        return self.handlers
 
 
 async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:

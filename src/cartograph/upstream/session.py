@@ -23,9 +23,9 @@ import json
 import logging
 import math
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Final, TextIO
+from typing import Any, Final, Protocol, TextIO, TypeVar
 
 import anyio
 import mcp_types as types
@@ -34,7 +34,12 @@ from mcp.client._transport import Transport
 from mcp.client.session import IncomingMessage
 from mcp.server import Server
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import (
+    SUBSCRIPTION_ID_META_KEY,
+    PromptsListChanged,
+    ResourcesListChanged,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from cartograph.catalog.model import ServerDef, ToolDef
@@ -43,9 +48,11 @@ from cartograph.config.secrets import server_secrets
 from cartograph.errors import (
     UpstreamError,
     UpstreamProtocolError,
+    UpstreamRefused,
     UpstreamUnavailable,
 )
 from cartograph.upstream._errors import translate_error
+from cartograph.upstream.content import ContentKind, ContentListing
 from cartograph.upstream.transports import build_transport, describe_endpoint
 
 logger = logging.getLogger(__name__)
@@ -61,7 +68,20 @@ STDERR_TAIL_BYTES: Final = 2048
 ToolsChangedCallback = Callable[[str], Awaitable[None] | None]
 """Called with the server name when the upstream reports ``tools/list_changed``."""
 
+ContentChangedCallback = Callable[[str, ContentKind], Awaitable[None] | None]
+"""Called with the server name and what changed on ``resources``/``prompts/list_changed``."""
+
 InProcessTarget = Server[Any]
+
+_RPC_TRANSPORT_CODES: Final = frozenset({types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT})
+"""JSON-RPC error codes that say the connection failed, not that the server said no."""
+
+_Item = TypeVar("_Item")
+
+
+class _Page(Protocol):
+    @property
+    def next_cursor(self) -> str | None: ...
 
 
 class UpstreamSession:
@@ -84,6 +104,7 @@ class UpstreamSession:
         self._closing = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
         self._callbacks: list[ToolsChangedCallback] = []
+        self._content_callbacks: list[ContentChangedCallback] = []
         self._stderr: TextIO | None = None
         self.last_error: UpstreamError | None = None
 
@@ -295,6 +316,141 @@ class UpstreamSession:
         except Exception as exc:
             raise self._translate(exc, phase=f"tools/call {name}") from None
 
+    # -- resources and prompts -------------------------------------------------------
+
+    @property
+    def offers(self) -> frozenset[ContentKind]:
+        """Which of resources and prompts the server advertised in its capabilities."""
+        client = self._client
+        if client is None:
+            return frozenset()
+        caps = client.server_capabilities
+        kinds: set[ContentKind] = set()
+        if caps.resources is not None:
+            kinds.add("resources")
+        if caps.prompts is not None:
+            kinds.add("prompts")
+        return frozenset(kinds)
+
+    async def list_content(self) -> ContentListing:
+        """Every resource, resource template and prompt the server advertises it offers.
+
+        Raises :class:`UpstreamError` like :meth:`list_tools` (pagination bounded).
+        """
+        client = self._require_client()
+        offers = self.offers
+        resources: list[types.Resource] = []
+        templates: list[types.ResourceTemplate] = []
+        prompts: list[types.Prompt] = []
+        try:
+            with anyio.fail_after(self.cfg.call_timeout):
+                if "resources" in offers:
+                    resources = await self._paged(
+                        "resources/list",
+                        lambda c: client.list_resources(cursor=c, cache_mode="bypass"),
+                        lambda page: page.resources,
+                    )
+                    templates = await self._paged(
+                        "resources/templates/list",
+                        lambda c: client.list_resource_templates(cursor=c, cache_mode="bypass"),
+                        lambda page: page.resource_templates,
+                        optional=True,
+                    )
+                if "prompts" in offers:
+                    prompts = await self._paged(
+                        "prompts/list",
+                        lambda c: client.list_prompts(cursor=c, cache_mode="bypass"),
+                        lambda page: page.prompts,
+                    )
+        except UpstreamError:
+            raise
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise self._translate(exc, phase="resources/prompts list") from None
+        return ContentListing(tuple(resources), tuple(templates), tuple(prompts))
+
+    async def _paged(
+        self,
+        method: str,
+        fetch: Callable[[str | None], Awaitable[_Page]],
+        items: Callable[[Any], Sequence[_Item]],
+        *,
+        optional: bool = False,
+    ) -> list[_Item]:
+        """Follow ``method``'s cursors; ``optional``: a server without the method lists nothing."""
+        found: list[_Item] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_LIST_PAGES):
+            try:
+                page = await fetch(cursor)
+            except MCPError as exc:
+                if optional and exc.error.code == types.METHOD_NOT_FOUND:
+                    return found
+                raise
+            found.extend(items(page))
+            cursor = page.next_cursor
+            if cursor is None:
+                return found
+            if cursor in seen:
+                raise self._protocol_error(f"{method} repeated cursor {cursor!r}")
+            seen.add(cursor)
+        raise self._protocol_error(f"{method} went past {MAX_LIST_PAGES} pages")
+
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - as call_tool
+    ) -> types.ReadResourceResult:
+        """Read one resource; the upstream's own "no such resource" is :class:`UpstreamRefused`."""
+        client = self._require_client()
+        return await self._request(
+            f"resources/read {uri}",
+            timeout,
+            lambda: client.read_resource(uri, cache_mode="bypass"),
+        )
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, str] | None,
+        *,
+        timeout: float,  # noqa: ASYNC109 - as call_tool
+    ) -> types.GetPromptResult:
+        """Render one prompt; an unknown prompt or bad arguments raise :class:`UpstreamRefused`."""
+        client = self._require_client()
+        return await self._request(
+            f"prompts/get {name}", timeout, lambda: client.get_prompt(name, arguments)
+        )
+
+    async def _request(
+        self,
+        phase: str,
+        timeout: float,  # noqa: ASYNC109 - enforced with fail_after, as call_tool
+        send: Callable[[], Awaitable[_Item]],
+    ) -> _Item:
+        try:
+            with anyio.fail_after(timeout):
+                return await send()
+        except asyncio.CancelledError:
+            raise
+        except MCPError as exc:
+            if exc.error.code in _RPC_TRANSPORT_CODES:
+                raise self._translate(exc, phase=phase) from None
+            raise UpstreamRefused(
+                f"upstream {self.name!r} refused {phase}: {exc.error.message}",
+                server=self.name,
+                rpc_code=exc.error.code,
+            ) from None
+        except Exception as exc:
+            raise self._translate(exc, phase=phase) from None
+
+    def on_content_changed(self, callback: ContentChangedCallback) -> None:
+        """Register a callback for ``resources/list_changed`` and ``prompts/list_changed``."""
+        self._content_callbacks.append(callback)
+
     def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
         """Register a callback for the upstream's ``tools/list_changed``."""
         self._callbacks.append(callback)
@@ -317,25 +473,47 @@ class UpstreamSession:
         The SDK also tees every ``subscriptions/listen`` event to this handler;
         those are :meth:`_listen`'s to report, or each change would fire twice.
         """
-        if isinstance(message, types.ToolListChangedNotification) and not _from_listen_stream(
-            message
-        ):
+        if _from_listen_stream(message):
+            return
+        if isinstance(message, types.ToolListChangedNotification):
             await self._fire_tools_changed()
+        elif isinstance(message, types.ResourceListChangedNotification):
+            await self._fire_content_changed("resources")
+        elif isinstance(message, types.PromptListChangedNotification):
+            await self._fire_content_changed("prompts")
 
     def _wants_listen(self, client: Client) -> bool:
         """2026-07-28 servers deliver list changes only on a ``subscriptions/listen`` stream."""
         if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return False
-        tools = client.server_capabilities.tools
-        return bool(tools is not None and tools.list_changed)
+        return any(_listen_filter(client.server_capabilities).values())
 
     async def _listen(self, client: Client) -> None:
+        wanted = _listen_filter(client.server_capabilities)
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    await self._fire_tools_changed()
+            async with client.listen(
+                tools_list_changed=wanted["tools_list_changed"],
+                resources_list_changed=wanted["resources_list_changed"],
+                prompts_list_changed=wanted["prompts_list_changed"],
+            ) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ResourcesListChanged):
+                        await self._fire_content_changed("resources")
+                    elif isinstance(event, PromptsListChanged):
+                        await self._fire_content_changed("prompts")
+                    else:
+                        await self._fire_tools_changed()
         except Exception as exc:  # a lost stream must not end the session
             logger.info("upstream %s: list_changed stream ended: %s", self.name, exc)
+
+    async def _fire_content_changed(self, kind: ContentKind) -> None:
+        for callback in list(self._content_callbacks):
+            try:
+                outcome = callback(self.name, kind)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("upstream %s: %s_changed callback failed", self.name, kind)
 
     async def _fire_tools_changed(self) -> None:
         for callback in list(self._callbacks):
@@ -379,10 +557,20 @@ class UpstreamSession:
         return _redact(tail.strip(), self.cfg)
 
 
-def _from_listen_stream(message: types.ToolListChangedNotification) -> bool:
+def _from_listen_stream(message: IncomingMessage) -> bool:
     """A 2026-07-28 listen-stream event carries its subscription id in ``_meta``."""
-    meta = message.params.meta if message.params is not None else None
+    params = getattr(message, "params", None)
+    meta = getattr(params, "meta", None) if params is not None else None
     return meta is not None and SUBSCRIPTION_ID_META_KEY in meta
+
+
+def _listen_filter(caps: types.ServerCapabilities) -> dict[str, bool]:
+    """The ``subscriptions/listen`` kinds worth asking for: those the server says change."""
+    return {
+        "tools_list_changed": bool(caps.tools is not None and caps.tools.list_changed),
+        "resources_list_changed": bool(caps.resources is not None and caps.resources.list_changed),
+        "prompts_list_changed": bool(caps.prompts is not None and caps.prompts.list_changed),
+    }
 
 
 def _redact(text: str, cfg: ServerConfig) -> str:
@@ -401,6 +589,9 @@ def _version() -> str:
 
 __all__ = [
     "MAX_LIST_PAGES",
+    "ContentChangedCallback",
+    "ContentKind",
+    "ContentListing",
     "InProcessTarget",
     "ToolsChangedCallback",
     "UpstreamSession",

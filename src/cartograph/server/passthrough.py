@@ -1,0 +1,148 @@
+"""Upstream resources and prompts, passed through one catalog: named, listed, kept current.
+
+Tools reach an agent through ``discover`` and ``call``; resources and prompts
+are for the *client* (its resource picker, its slash commands), so they pass
+through as themselves, each namespaced so that a federation's servers, and a
+client's several catalog entries, cannot collide:
+
+* a resource (or template) ``U`` of server ``S`` in catalog ``C`` is
+  ``cartograph://C/S/U`` — the upstream URI kept whole after the server, so a
+  template's ``{variables}`` expand as before and the read maps straight back;
+* a prompt ``P`` of server ``S`` is ``S/P``, after the catalog's tool prefix
+  when its endpoint has one (``ops_S/P``), exactly as its tools are prefixed.
+
+:class:`CatalogContent` keeps each server's latest listing (taken when a
+session opens, and again when the upstream says ``resources/list_changed`` or
+``prompts/list_changed``) and tells subscribers what changed, so the serving
+layer forwards the notification to its clients. Listings are not attested:
+capability cards pin tools only (see ``docs/gateway.md``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Final
+from urllib.parse import quote, unquote
+
+from cartograph.errors import CartographError
+from cartograph.gateway.pool import Upstream
+from cartograph.upstream.content import ContentKind, ContentListing
+
+logger = logging.getLogger(__name__)
+
+RESOURCE_SCHEME: Final = "cartograph"
+_URI_PREFIX: Final = f"{RESOURCE_SCHEME}://"
+CONTENT_KINDS: Final[tuple[ContentKind, ...]] = ("resources", "prompts")
+
+ChangeListener = Callable[[ContentKind], Awaitable[None]]
+"""Told which kind of listing changed (``resources`` or ``prompts``) in a catalog."""
+
+
+def resource_uri(catalog: str, server: str, upstream_uri: str) -> str:
+    """The URI a client sees for ``upstream_uri`` (or a template) of ``server`` in ``catalog``."""
+    return f"{_URI_PREFIX}{catalog}/{quote(server, safe='')}/{upstream_uri}"
+
+
+def split_resource_uri(uri: str) -> tuple[str, str, str] | None:
+    """``(catalog, server, upstream URI)`` of a URI :func:`resource_uri` made, else None."""
+    if not uri.startswith(_URI_PREFIX):
+        return None
+    catalog, _, rest = uri[len(_URI_PREFIX) :].partition("/")
+    server, _, upstream = rest.partition("/")
+    if not catalog or not server or not upstream:
+        return None
+    return catalog, unquote(server), upstream
+
+
+def prompt_name(server: str, name: str, prefix: str | None = None) -> str:
+    """The prompt name a client sees (server names never hold ``/``)."""
+    return f"{prefix or ''}{server}/{name}"
+
+
+def split_prompt_name(name: str, prefix: str | None = None) -> tuple[str, str] | None:
+    """``(server, upstream prompt name)`` of a name :func:`prompt_name` made, else None."""
+    if prefix:
+        if not name.startswith(prefix):
+            return None
+        name = name[len(prefix) :]
+    server, sep, prompt = name.partition("/")
+    if not sep or not server or not prompt:
+        return None
+    return server, prompt
+
+
+def audit_uri(upstream_uri: str) -> str:
+    """What the audit names for a read: the URI without query or fragment (values live there)."""
+    return upstream_uri.split("#", 1)[0].split("?", 1)[0]
+
+
+class CatalogContent:
+    """Each server's latest resources/templates/prompts listing, and who to tell on change."""
+
+    def __init__(self, catalog: str) -> None:
+        self.catalog = catalog
+        self.listings: dict[str, ContentListing] = {}
+        self._listeners: list[ChangeListener] = []
+        self._refreshing: dict[str, bool] = {}
+
+    def subscribe(self, listener: ChangeListener) -> None:
+        """Call ``listener(kind)`` whenever a server's resources or prompts listing changes."""
+        self._listeners.append(listener)
+
+    async def opened(self, server: str, session: Upstream) -> None:
+        """A session opened: list once per server, then follow its change notifications.
+
+        Never fails the open: a server whose listing fails still serves its tools.
+        """
+        subscribe = getattr(session, "on_content_changed", None)
+        if subscribe is not None:
+
+            async def changed(_server: str, _kind: ContentKind, s: Upstream = session) -> None:
+                await self.changed(server, s)
+
+            subscribe(changed)
+        if server not in self.listings:
+            await self._refresh(server, session)
+
+    async def changed(self, server: str, session: Upstream) -> None:
+        """Coalesced like ``tools/list_changed``: one re-list in flight plus one after."""
+        if server in self._refreshing:
+            self._refreshing[server] = True
+            return
+        self._refreshing[server] = False
+        try:
+            while True:
+                await self._refresh(server, session)
+                if not self._refreshing[server]:
+                    return
+                self._refreshing[server] = False
+        finally:
+            del self._refreshing[server]
+
+    async def _refresh(self, server: str, session: Upstream) -> None:
+        if not getattr(session, "offers", None):
+            return  # advertises neither resources nor prompts
+        try:
+            fresh = await session.list_content()
+        except CartographError as exc:
+            logger.warning("listing resources/prompts of %s failed: %s", server, exc.code)
+            return
+        old = self.listings.get(server, ContentListing())
+        self.listings[server] = fresh
+        kinds: list[ContentKind] = []
+        if (old.resources, old.templates) != (fresh.resources, fresh.templates):
+            kinds.append("resources")
+        if old.prompts != fresh.prompts:
+            kinds.append("prompts")
+        for kind in kinds:
+            await self._tell(kind)
+
+    async def _tell(self, kind: ContentKind) -> None:
+        for listener in list(self._listeners):
+            try:
+                await listener(kind)
+            except Exception:  # one client's notification must not stop the others
+                logger.exception(
+                    "catalog %s: forwarding %s list_changed failed", self.catalog, kind
+                )
