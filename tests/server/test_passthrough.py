@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import Resource, ResourceListChangedNotification
 
 from cartograph.config.model import CatalogPolicy, ServerConfig
+from cartograph.demo.loopback import EVERYTHING_SCRIPT
 from cartograph.errors import PolicyError
 from cartograph.server.passthrough import (
     prompt_name,
@@ -32,7 +33,6 @@ from cartograph.server.passthrough import (
     split_prompt_name,
     split_resource_uri,
 )
-from cartograph.upstream.loopback import EVERYTHING_SCRIPT
 from tests.server.support import running
 from tests.servers.serving import serve_http
 from tests.servers.support import scriptable, toml_for
