@@ -264,7 +264,7 @@ async def test_http_serves_them_per_catalog_with_the_catalog_prefix_and_policy(
 ) -> None:
     config = write_config(tmp_path, two_catalogs=True)
     changes = Changes()
-    with serve_http(config) as served, anyio.fail_after(120):
+    with serve_http(config, "--mount-mode", "routed") as served, anyio.fail_after(150):
         async with http_client(f"{served.mcp}/main", mode, changes.handler) as client:
             await check_passthrough(client, prompt_prefix="main_")
             await check_list_changed_is_forwarded(client, changes, call="main_call")
@@ -281,3 +281,33 @@ async def test_http_serves_them_per_catalog_with_the_catalog_prefix_and_policy(
             with pytest.raises(MCPError) as elsewhere:
                 await other.read_resource(ARCH, cache_mode="bypass")  # another catalog's URI
             assert elsewhere.value.error.data["code"] == "unknown_resource"
+        async with http_client(f"{served.mcp}/routed", mode, None) as routed:
+            await check_routed(routed)
+
+
+async def check_routed(client: Client) -> None:
+    """One copy of everything: URIs route by their catalog, prompts take ``catalog``."""
+    uris = {r.uri for r in (await client.list_resources(cache_mode="bypass")).resources}
+    assert ARCH in uris and DENIED not in uris
+    assert not any(u.startswith("cartograph://prompts-only/") for u in uris)  # resources off
+    read = await client.read_resource(ARCH, cache_mode="bypass")
+    assert read.contents[0].uri == ARCH
+    with pytest.raises(MCPError) as unknown:
+        await client.read_resource("cartograph://nosuch/everything/demo://x", cache_mode="bypass")
+    assert unknown.value.error.data["code"] == "unknown_resource"
+    prompts = {p.name: p for p in (await client.list_prompts(cache_mode="bypass")).prompts}
+    catalog = [a for a in prompts["everything/args-prompt"].arguments or [] if a.name == "catalog"]
+    assert catalog and catalog[0].required
+    got = await client.get_prompt("everything/args-prompt", {"city": "Porto", "catalog": "main"})
+    assert "Porto" in text_of(got)
+    with pytest.raises(MCPError) as missing:
+        await client.get_prompt("everything/args-prompt", {"city": "Porto"})
+    assert missing.value.error.data["code"] == "catalog_required"
+    with pytest.raises(MCPError) as denied:  # denied in main, served by prompts-only
+        await client.get_prompt("everything/completable-prompt", {"catalog": "main"})
+    assert denied.value.error.data["code"] == "prompt_denied"
+    other = await client.get_prompt(
+        "everything/completable-prompt",
+        {"catalog": "prompts-only", "department": "Engineering", "name": "Ada"},
+    )
+    assert other.messages

@@ -31,16 +31,26 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
-from mcp.types import CallToolResult, Tool
+from mcp.types import (
+    CallToolResult,
+    GetPromptResult,
+    Prompt,
+    PromptArgument,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
 
 from cartograph.config.catalog_rules import ROUTED_NAME
-from cartograph.errors import CallError, ConfigError, PolicyError
+from cartograph.errors import CallError, ConfigError, PolicyError, UnknownToolError
 from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server.auth import TokenAuthority
-from cartograph.server.handlers import CALL_CONTEXT, ToolSurface
+from cartograph.server.handlers import CALL_CONTEXT, ContentSurface, ToolSurface
+from cartograph.server.passthrough import ChangeListener, split_resource_uri
 
 CATALOG_ARGUMENT: Final = "catalog"
 UNKNOWN_TOOL_CODES: Final = frozenset({"unknown_proxy_tool", "unknown_tool"})
@@ -241,6 +251,72 @@ class RoutedHandlers:
             )
         )
 
+    # -- resources and prompts (server/passthrough.py) -------------------------------
+    #
+    # Resource URIs already name their catalog (cartograph://C/S/U), so the routed mount
+    # lists the union and routes a read by the URI. Prompts get a ``catalog`` argument,
+    # exactly as tools do. Either way the target catalog authorizes and audits.
+
+    def _content_targets(self) -> list[tuple[str, ContentSurface]]:
+        return [
+            (name, surface)
+            for name in self._current()
+            if _serves_content(surface := self._targets[name])
+        ]
+
+    def subscribe_changes(self, listener: ChangeListener) -> None:
+        for surface in self._targets.values():
+            if _serves_content(surface):
+                surface.subscribe_changes(listener)
+
+    def list_resources(self) -> list[Resource]:
+        return [r for _, s in self._content_targets() for r in s.list_resources()]
+
+    def list_resource_templates(self) -> list[ResourceTemplate]:
+        return [t for _, s in self._content_targets() for t in s.list_resource_templates()]
+
+    def list_prompts(self) -> list[Prompt]:
+        """The union of the reachable catalogs' prompts, each with a ``catalog`` argument."""
+        targets = self._content_targets()
+        reachable = [name for name, _ in targets]
+        union: dict[str, Prompt] = {}
+        for _name, surface in targets:
+            for prompt in surface.list_prompts():
+                union.setdefault(prompt.name, prompt)
+        required = len(reachable) > 1
+        argument = PromptArgument(
+            name=CATALOG_ARGUMENT,
+            description=f"Catalog to act in: {', '.join(reachable)}.",
+            required=required,
+        )
+        return [
+            p.model_copy(update={"arguments": [*(p.arguments or []), argument]})
+            for p in union.values()
+        ]
+
+    async def read_resource(self, uri: str, *, principal: str | None) -> ReadResourceResult:
+        parts = split_resource_uri(uri)
+        surface = dict(self._content_targets()).get(parts[0]) if parts is not None else None
+        if surface is None:  # no such catalog, or one this principal cannot reach: the same
+            raise UnknownToolError(
+                f"no resource {uri!r} here; see resources/list", code="unknown_resource"
+            )
+        return await surface.read_resource(uri, principal=principal)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, *, principal: str | None
+    ) -> GetPromptResult:
+        rest = dict(arguments or {})
+        reachable = [c for c, _ in self._content_targets()]
+        try:
+            catalog = self._resolve_catalog(rest.pop(CATALOG_ARGUMENT, None), name, reachable)
+        except _Refused as refused:
+            self._audit_refusal(refused, "prompts/get", rest, principal, time.perf_counter())
+            raise refused.error from None
+        surface = self._targets[catalog]
+        assert _serves_content(surface)  # _content_targets offered only such catalogs
+        return await surface.get_prompt(name, rest or None, principal=principal)
+
     def instructions(self) -> str:
         """What the agent reads: the bare tool names and the ``catalog`` value to pass.
 
@@ -277,6 +353,10 @@ class RoutedHandlers:
 
     def _everyone_reaches_all(self) -> bool:
         return self._authority is None or self._authority.reaches_all(self._names)
+
+
+def _serves_content(surface: ToolSurface) -> TypeGuard[ContentSurface]:
+    return callable(getattr(surface, "subscribe_changes", None))
 
 
 class _Refused(Exception):
