@@ -39,7 +39,7 @@ from tests.servers.support import scriptable, toml_for
 
 DEMO = Path(__file__).resolve().parents[2] / "demo"
 EVERYTHING = DEMO / EVERYTHING_SCRIPT
-SERVE = ("-m", "cartograph.cli.main", "serve", "--attest-in-memory")
+SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 
 pytestmark = pytest.mark.anyio
 

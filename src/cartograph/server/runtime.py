@@ -52,8 +52,8 @@ from cartograph.index.serving import (
 from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import CatalogContent
-from cartograph.upstream.content import ContentListing
 from cartograph.suggest import did_you_mean
+from cartograph.upstream.content import ContentListing
 
 if TYPE_CHECKING:
     from cartograph.learning.catalog import CatalogLearning
