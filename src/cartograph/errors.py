@@ -19,7 +19,8 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   └── DriftError              upstream tool no longer matches its attested pin
     ├── NameCollisionError          two tools/servers collide after normalisation
     ├── RetrievalError              embedder / index / ranker problems
-    │   └── ModelIntegrityError     a shipped model file is missing or fails its sha256 pin
+    │   ├── ModelIntegrityError     a shipped model file is missing or fails its sha256 pin
+    │   └── PersistedIndexError     the persisted serving index differs from its own record
     ├── UpstreamError               talking to an upstream MCP server failed
     │   ├── UpstreamUnavailable     could not start or connect
     │   ├── UpstreamTimeout         deadline passed
@@ -114,6 +115,12 @@ class NameCollisionError(CartographError):
 
 class RetrievalError(CartographError):
     code = "retrieval_error"
+
+
+class PersistedIndexError(RetrievalError):
+    """The persisted serving corpus was changed, truncated or removed; it is rebuilt."""
+
+    code = "persisted_index_damaged"
 
 
 class UpstreamError(CartographError):
@@ -216,6 +223,7 @@ __all__ = [
     "ModelIntegrityError",
     "NameCollisionError",
     "Overloaded",
+    "PersistedIndexError",
     "PolicyError",
     "RetrievalError",
     "RevokedKeyError",

@@ -9,13 +9,20 @@ from typing import Any
 import pytest
 
 from cartograph.cards import keys as keys_module
+from cartograph.cards import verified as verified_module
 from cartograph.cards.keys import SigningKey
 from cartograph.cards.manifest import MANIFEST_FILE, load_with_manifest, write_manifest
 from cartograph.cards.signing import render_card, sign_card
 from cartograph.cards.store import CardStore
 from cartograph.cards.trust import TrustedKey, TrustSet
 from cartograph.catalog.model import Catalog
-from cartograph.errors import CardError, RevokedKeyError, RollbackError, UnknownKeyError
+from cartograph.errors import (
+    CardError,
+    RevokedKeyError,
+    RollbackError,
+    SignatureError,
+    UnknownKeyError,
+)
 from cartograph.fsutil import atomic_write_bytes
 from tests.cards.test_store import bootstrap, with_description
 
@@ -146,3 +153,48 @@ def test_during_rotation_cards_by_the_old_key_stay_served_under_the_new_keys_man
 
     assert sorted(report.verified) == ["files", "weather"] and not report.failures
     assert {report.verified.signer(s) for s in report.verified} == {old.key_id}
+
+
+def test_pinned_cards_are_not_parsed_at_start_up(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, store = SigningKey.generate(), CardStore(tmp_path)
+    bootstrap(store, key, catalog)
+    parsed: list[str] = []
+    real = verified_module.parse_card
+
+    def counting(data: bytes) -> Any:
+        card = real(data)
+        parsed.append(card.server)
+        return card
+
+    monkeypatch.setattr(verified_module, "parse_card", counting)
+
+    cards = _load(store, TrustSet.of(key.public)).verified
+    digests = {server: cards.digest(server) for server in cards}
+
+    assert sorted(digests) == ["files", "weather"] and parsed == []
+    assert cards["files"].server == "files" and parsed == ["files"]  # parsed when first used
+
+
+@pytest.mark.promise("P-SIG-3")
+def test_a_card_file_replaced_after_start_up_is_refused_when_first_used(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    key, store = SigningKey.generate(), CardStore(tmp_path)
+    bootstrap(store, key, catalog)
+    cards = _load(store, TrustSet.of(key.public)).verified
+    card = store.read("files")
+    resigned = sign_card(
+        card.body.model_copy(
+            update={"provenance": card.body.provenance.model_copy(update={"card_version": 2})}
+        ),
+        key,
+    )
+    atomic_write_bytes(store.path_for("files"), render_card(resigned))  # validly signed, unpinned
+
+    with pytest.raises(SignatureError) as info:
+        cards.ensure_tool_intact("files", card.body.tools[0].name)
+
+    assert info.value.code == "card_not_intact"
+    assert cards["weather"].server == "weather"  # the other cards still serve

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -91,8 +92,10 @@ def test_excluded_tools_are_left_out_but_their_card_stays_stored(tmp_path: Path)
 def test_a_damaged_block_is_ignored_and_rebuilt(tmp_path: Path) -> None:
     cards = attest_with_unsafe_throwaway_key(small_catalog())
     build(cards, tmp_path, CountingEmbedder())
-    blocks = sorted((tmp_path / "index").rglob("*.npy"))
+    blocks = sorted((tmp_path / "index").glob("*/*.npy"))  # per-card blocks, not the snapshot
     blocks[0].write_bytes(b"not a numpy file")
+    for snapshot in (tmp_path / "index").glob("*/serving-*"):
+        shutil.rmtree(snapshot)  # the serving snapshot would answer before any block is read
     model = CountingEmbedder()
 
     build(cards, tmp_path, model)

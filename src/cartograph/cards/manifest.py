@@ -16,9 +16,11 @@ vouches for), refuses a manifest older than the last one accepted
 (``cards/manifest.accepted.json``: its own version, rollback protection), then
 for each card only hashes the file: a card whose bytes are not the ones the
 manifest names is **not served** (``card_not_in_manifest``). The card's own
-signer must still be trusted and not revoked, its version must not roll back
-(P-SIG-8), and :class:`VerifiedCards` re-derives each body digest, so a
-manifest cannot vouch for content it does not pin.
+signer must still be trusted and not revoked and its version must not roll
+back (P-SIG-8). Cards are not parsed at start-up: :class:`VerifiedCards` parses
+each the first time it is used, checks the bytes still hash as pinned and
+re-derives the body digest, so a manifest cannot vouch for content it does
+not pin.
 
 ``cartograph cards verify`` still verifies every card's own signature; without
 a manifest (a state directory from before it existed) start-up falls back to that.
@@ -38,7 +40,7 @@ from cartograph.cards.keys import SigningKey
 from cartograph.cards.signing import ALGORITHM, Verification, parse_card
 from cartograph.cards.store import CardLoadReport, CardStore, card_filename, read_card_bytes
 from cartograph.cards.trust import TrustSet
-from cartograph.cards.verified import VerifiedCards
+from cartograph.cards.verified import PinnedCard, VerifiedCards
 from cartograph.errors import CardError, CardFormatError, RollbackError, SignatureError
 from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
 
@@ -248,15 +250,15 @@ def load_with_manifest(
         return None
     wanted = store.servers() if servers is None else list(servers)
     accepted = store.accepted()
-    verified: list[tuple[Any, Verification]] = []
+    pinned: list[PinnedCard] = []
     failures: dict[str, CardError] = {}
     for server in wanted:
         try:
-            verified.append(_pinned(store, trust, manifest, accepted, server))
+            pinned.append(_pinned(store, trust, manifest, accepted, server))
         except CardError as exc:
             failures[server] = exc
-    store.raise_accepted(card for card, _ in verified)
-    return CardLoadReport(VerifiedCards(verified), failures)
+    store.raise_accepted(pin.proof for pin in pinned)
+    return CardLoadReport(VerifiedCards.pinned(pinned), failures)
 
 
 def _pinned(
@@ -265,28 +267,28 @@ def _pinned(
     manifest: Manifest,
     accepted: Mapping[str, Mapping[str, Any]],
     server: str,
-) -> tuple[Any, Verification]:
-    data = read_card_bytes(store.path_for(server))
+) -> PinnedCard:
+    """One card's file checked against the manifest; it is parsed when first used.
+
+    What the manifest's signature covers (the body digest, version and signer
+    of the card) is checked here; that the file's body has that digest and
+    names that signer is checked when :class:`VerifiedCards` first reads it.
+    """
+    path = store.path_for(server)
+    data = read_card_bytes(path)
     entry = manifest.cards.get(server)
-    if entry is None or hashlib.sha256(data).hexdigest() != entry.file:
+    file_sha256 = hashlib.sha256(data).hexdigest()
+    if entry is None or file_sha256 != entry.file:
         raise CardError(
             f"{card_filename(server)} is not the card the signed manifest names "
             f"(changed or added since); re-attest with `cartograph bootstrap --server {server}`",
             code="card_not_in_manifest",
             server=server,
         )
-    card = parse_card(data)
-    if card.server != server or card.signature.key_id != entry.key_id:
-        raise SignatureError(
-            f"card for {server!r} does not match its manifest entry; "
-            f"re-attest with `cartograph bootstrap --server {server}`",
-            code="card_server_mismatch",
-            server=server,
-        )
     key = trust.key_for(entry.key_id, server)  # the card's signer: trusted, in scope, not revoked
-    proof = Verification(server, key.key_id, entry.digest, card.version)
-    store.check_rollback(card, accepted.get(server, {}), entry.digest)
-    return card, proof
+    proof = Verification(server, key.key_id, entry.digest, entry.version)
+    store.check_rollback(proof, accepted.get(server, {}))
+    return PinnedCard(proof, file_sha256, lambda: read_card_bytes(path))
 
 
 __all__ = [

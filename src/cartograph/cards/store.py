@@ -170,7 +170,7 @@ class CardStore:
     ) -> tuple[Card, Verification]:
         card = self.read(server)
         proof = verify_card(card, trust, expected_server=server)
-        self._check_rollback(card, accepted.get(server, {}), proof.digest)
+        self._check_rollback(proof, accepted.get(server, {}))
         return card, proof
 
     def load(self, trust: TrustSet, *, servers: Iterable[str] | None = None) -> CardLoadReport:
@@ -184,7 +184,7 @@ class CardStore:
                 verified.append(self._verify(server, trust, accepted))
             except CardError as exc:
                 failures[server] = exc
-        self._raise_accepted(card for card, _ in verified)
+        self._raise_accepted(proof for _, proof in verified)
         return CardLoadReport(VerifiedCards(verified), failures)
 
     def load_verified(self, trust: TrustSet, *, strict: bool = True) -> VerifiedCards:
@@ -196,41 +196,43 @@ class CardStore:
             log.warning("card for %s not loaded (%s): %s", server, exc.code, exc.message)
         return report.verified
 
-    def check_rollback(self, card: Card, entry: Mapping[str, Any], digest: str) -> None:
-        """Raise :class:`RollbackError` if ``card`` is older than (or reuses) the accepted one."""
-        self._check_rollback(card, entry, digest)
+    def check_rollback(self, proof: Verification, entry: Mapping[str, Any]) -> None:
+        """Raise :class:`RollbackError` if the verified card is older than (or reuses) the
+        accepted one (``entry``: the accepted record of its server)."""
+        self._check_rollback(proof, entry)
 
-    def raise_accepted(self, cards: Iterable[Card]) -> None:
-        """Record newer versions of ``cards`` as accepted (after they verified)."""
-        self._raise_accepted(cards)
+    def raise_accepted(self, proofs: Iterable[Verification]) -> None:
+        """Record newer versions of verified cards as accepted."""
+        self._raise_accepted(proofs)
 
-    def _check_rollback(self, card: Card, entry: Mapping[str, Any], digest: str) -> None:
+    def _check_rollback(self, proof: Verification, entry: Mapping[str, Any]) -> None:
         accepted = entry.get("version", 0)
         if not isinstance(accepted, int):
             return
-        if card.version < accepted:
+        server, version = proof.server, proof.version
+        if version < accepted:
             raise RollbackError(
-                f"card for {card.server!r} is version {card.version}, but version {accepted} "
+                f"card for {server!r} is version {version}, but version {accepted} "
                 f"was already accepted (rollback); restore the newer card or re-attest with "
-                f"`cartograph bootstrap --server {card.server}`",
+                f"`cartograph bootstrap --server {server}`",
                 code="rollback",
-                server=card.server,
+                server=server,
             )
-        if card.version == accepted and entry.get("digest") not in (None, digest):
+        if version == accepted and entry.get("digest") not in (None, proof.digest):
             raise RollbackError(
-                f"card for {card.server!r} reuses accepted version {accepted} with different "
-                f"content; re-attest with `cartograph bootstrap --server {card.server}`",
+                f"card for {server!r} reuses accepted version {accepted} with different "
+                f"content; re-attest with `cartograph bootstrap --server {server}`",
                 code="version_reused",
-                server=card.server,
+                server=server,
             )
 
-    def _raise_accepted(self, cards: Iterable[Card]) -> None:
+    def _raise_accepted(self, proofs: Iterable[Verification]) -> None:
         record = self._record()
         changed = False
-        for card in cards:
-            entry = record.get(card.server, {})
-            if card.version > int(entry.get("version", 0) or 0):
-                record[card.server] = {"version": card.version, "digest": _digest(card)}
+        for proof in proofs:
+            entry = record.get(proof.server, {})
+            if proof.version > int(entry.get("version", 0) or 0):
+                record[proof.server] = {"version": proof.version, "digest": proof.digest}
                 changed = True
         if changed:
             self._store_record(record)

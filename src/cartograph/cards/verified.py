@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from cartograph.cards.canonical import check_value
 from cartograph.cards.model import Card, ToolCard
-from cartograph.cards.signing import Verification, body_digest
+from cartograph.cards.signing import Verification, body_digest, parse_card
 from cartograph.errors import CardError, CardFormatError, SignatureError
 
 SignatureFields = tuple[str, str, str]
@@ -60,8 +61,31 @@ def _signature_fields(card: Card) -> SignatureFields:
     return (sig.algorithm, sig.key_id, sig.value)
 
 
+@dataclass(frozen=True)
+class PinnedCard:
+    """A card file vouched for by a verified manifest, parsed only when first used.
+
+    ``proof`` comes from the manifest (its signature verified, the file's
+    signer trusted for the server, no rollback); ``file_sha256`` is the hash
+    the manifest pins and the file had at load. When the card is first read,
+    its bytes must still hash to it and its body must have ``proof.digest``.
+    """
+
+    proof: Verification
+    file_sha256: str
+    read: Callable[[], bytes]
+
+
 class VerifiedCards(Mapping[str, Card]):
-    """Server name → verified :class:`Card`, plus who signed each and its digest."""
+    """Server name → verified :class:`Card`, plus who signed each and its digest.
+
+    Cards pinned by the signed manifest (:meth:`pinned`) are held as file
+    hashes and verification records only, and parsed the first time anything
+    reads one (a ``discover`` answer, a ``call``): at 100k tools a pydantic
+    object graph per card was most of start-up and of the serving process's
+    memory, and ranking needs none of it (the index is persisted, keyed by
+    the verified digests, :mod:`cartograph.index.snapshot`).
+    """
 
     def __init__(self, verified: Iterable[tuple[Card, Verification]] = ()) -> None:
         self._cards: dict[str, Card] = {}
@@ -69,32 +93,72 @@ class VerifiedCards(Mapping[str, Card]):
         self._signatures: dict[str, SignatureFields] = {}
         self._headers: dict[str, str] = {}
         self._tools: dict[str, dict[str, str]] = {}
-        pool = _SharedValues()
+        self._pending: dict[str, PinnedCard] = {}
+        self._pool = _SharedValues()
         for card, proof in verified:
-            if proof.server != card.server or proof.digest != body_digest(card.body):
-                raise SignatureError(
-                    f"card for {card.server!r} does not match its verification record",
-                    code="card_not_intact",
-                    server=card.server,
-                )
-            pool.compact(card)
-            self._cards[card.server] = card
-            self._proofs[card.server] = proof
-            self._signatures[card.server] = _signature_fields(card)
-            self._headers[card.server] = fingerprint(card.body, exclude={"tools"})
-            self._tools[card.server] = {t.name: fingerprint(t) for t in card.body.tools}
+            self._admit(card, proof)
+
+    @classmethod
+    def pinned(cls, cards: Iterable[PinnedCard]) -> VerifiedCards:
+        """Cards whose verification records come from the signed manifest; parsed on first use."""
+        out = cls()
+        for pin in cards:
+            out._proofs[pin.proof.server] = pin.proof
+            out._pending[pin.proof.server] = pin
+        return out
+
+    def _admit(self, card: Card, proof: Verification) -> None:
+        if proof.server != card.server or proof.digest != body_digest(card.body):
+            raise SignatureError(
+                f"card for {card.server!r} does not match its verification record",
+                code="card_not_intact",
+                server=card.server,
+            )
+        self._pool.compact(card)
+        self._cards[card.server] = card
+        self._proofs[card.server] = proof
+        self._signatures[card.server] = _signature_fields(card)
+        self._headers[card.server] = fingerprint(card.body, exclude={"tools"})
+        self._tools[card.server] = {t.name: fingerprint(t) for t in card.body.tools}
+
+    def _materialise(self, server: str) -> None:
+        """Parse a pinned card: the same bytes as at load, the body the manifest signed."""
+        pin = self._pending[server]
+        data = pin.read()
+        if hashlib.sha256(data).hexdigest() != pin.file_sha256:
+            raise SignatureError(
+                f"the card file for {server!r} changed after start-up; restart the proxy "
+                f"(or re-attest with `cartograph bootstrap --server {server}`)",
+                code="card_not_intact",
+                server=server,
+            )
+        card = parse_card(data)
+        if card.server != server or card.signature.key_id != pin.proof.key_id:
+            raise SignatureError(
+                f"card for {server!r} does not match its manifest entry; "
+                f"re-attest with `cartograph bootstrap --server {server}`",
+                code="card_server_mismatch",
+                server=server,
+            )
+        self._admit(card, pin.proof)
+        self._pending.pop(server, None)
 
     def __getitem__(self, server: str) -> Card:
+        if server in self._pending:
+            self._materialise(server)
         return self._cards[server]
 
+    def __contains__(self, server: object) -> bool:
+        return server in self._proofs
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self._cards)
+        return iter(self._proofs)
 
     def __len__(self) -> int:
-        return len(self._cards)
+        return len(self._proofs)
 
     def __repr__(self) -> str:
-        return f"VerifiedCards({sorted(self._cards)})"
+        return f"VerifiedCards({sorted(self._proofs)})"
 
     def ensure_intact(self, server: str) -> Card:
         """Return ``server``'s card after re-checking it against its verified digest.
@@ -140,6 +204,8 @@ class VerifiedCards(Mapping[str, Card]):
         return entry
 
     def _card(self, server: str) -> Card:
+        if server in self._pending:
+            self._materialise(server)
         card = self._cards.get(server)
         if card is None:
             raise CardError(
@@ -162,11 +228,12 @@ class VerifiedCards(Mapping[str, Card]):
         return self._proofs[server]
 
     def tool(self, server: str, tool: str) -> ToolCard | None:
-        card = self._cards.get(server)
-        return None if card is None else card.tool(tool)
+        if server not in self._proofs:
+            return None
+        return self[server].tool(tool)
 
     def tool_count(self) -> int:
-        return sum(len(card.body.tools) for card in self._cards.values())
+        return sum(len(self[server].body.tools) for server in self)
 
     def subset(self, servers: Iterable[str]) -> VerifiedCards:
         """The same verified cards restricted to ``servers`` (e.g. one catalog's).
@@ -177,9 +244,12 @@ class VerifiedCards(Mapping[str, Card]):
         """
         wanted = set(servers)
         out = VerifiedCards()
-        for name in (s for s in self._cards if s in wanted):
-            out._cards[name] = self._cards[name]
+        for name in (s for s in self._proofs if s in wanted):
             out._proofs[name] = self._proofs[name]
+            if name in self._pending:
+                out._pending[name] = self._pending[name]
+                continue
+            out._cards[name] = self._cards[name]
             out._signatures[name] = self._signatures[name]
             out._headers[name] = self._headers[name]
             out._tools[name] = self._tools[name]
@@ -187,8 +257,8 @@ class VerifiedCards(Mapping[str, Card]):
 
     def merged(self, other: VerifiedCards) -> VerifiedCards:
         """Union of two verified sets; ``other`` wins on a shared server."""
-        pairs = {s: (self._cards[s], self._proofs[s]) for s in self._cards}
-        pairs.update({s: (other._cards[s], other._proofs[s]) for s in other._cards})
+        pairs = {s: (self[s], self._proofs[s]) for s in self}
+        pairs.update({s: (other[s], other._proofs[s]) for s in other})
         return VerifiedCards(pairs.values())
 
 

@@ -38,7 +38,7 @@ def confidence_samples(
         ctx = index.context(q.query)
         sims = corpus.tool_similarities(ctx.vectors()).max(axis=0)
         gold_servers = q.judgement().gold_servers
-        keep = np.array([e.server not in gold_servers for e in corpus.entries])
+        keep = np.array([server not in gold_servers for server, _ in corpus.keys])
         positives.append(float(sims.max()))
         if keep.any():
             negatives.append(float(sims[keep].max()))

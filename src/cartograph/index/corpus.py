@@ -45,11 +45,18 @@ class LexicalFields:
 
 @dataclass(frozen=True)
 class Corpus:
-    """The precomputed index: entries, vectors, centroids, lexical fields."""
+    """The precomputed index, columnar: tool names, vectors, centroids, lexical fields.
 
-    entries: tuple[IndexEntry, ...]
+    A tool is a position: its name is ``tool_names[i]`` and its server
+    ``servers[tool_server[i]]``. No per-tool object is kept (at 100k tools one
+    per tool was hundreds of MB); the text a ranker needs is already in the
+    lexical indexes and vectors, and what ``discover`` serves comes from the
+    verified card of each answered tool.
+    """
+
     servers: tuple[str, ...]
     tool_server: IntArray
+    tool_names: tuple[str, ...]
     tool_vectors: Vectors
     centroids: Vectors
     lexical: LexicalFields
@@ -57,7 +64,11 @@ class Corpus:
 
     @property
     def size(self) -> int:
-        return len(self.entries)
+        return len(self.tool_names)
+
+    def key(self, position: int) -> ToolKey:
+        """(server, tool) of the tool at ``position``."""
+        return (self.servers[int(self.tool_server[position])], self.tool_names[position])
 
     def tool_similarities(self, queries: Vectors) -> Vectors:
         """Cosine of each query row to every tool (queries × tools)."""
@@ -69,7 +80,8 @@ class Corpus:
 
     @property
     def keys(self) -> list[ToolKey]:
-        return [e.key for e in self.entries]
+        servers = [self.servers[i] for i in self.tool_server.tolist()]
+        return list(zip(servers, self.tool_names, strict=True))
 
     def server_sizes(self) -> IntArray:
         return np.bincount(self.tool_server, minlength=len(self.servers)).astype(np.int64)
@@ -81,9 +93,9 @@ def build_corpus(entries: Sequence[IndexEntry], embedder: Embedder, vectors: Vec
     position = {name: i for i, name in enumerate(servers)}
     tool_server = np.array([position[e.server] for e in entries], dtype=np.int64)
     return Corpus(
-        entries=tuple(entries),
         servers=servers,
         tool_server=tool_server,
+        tool_names=tuple(e.tool for e in entries),
         tool_vectors=vectors,
         centroids=server_centroids(vectors, tool_server, len(servers)),
         lexical=_lexical(entries, servers),

@@ -190,8 +190,7 @@ def discover(
         ranked = ranked[:k]
     abstained = confidence < threshold
     shown = ranked[: min(k, ABSTAIN_SHOWN)] if abstained else ranked
-    entries = index.corpus.entries
-    tools = [_tool(cards, entries[i].server, entries[i].tool, score) for i, score in shown]
+    tools = [_tool(cards, *index.corpus.key(i), score) for i, score in shown]
     return DiscoverResult(
         task=task,
         method=method or index.default_method,

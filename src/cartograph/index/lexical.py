@@ -9,7 +9,9 @@ document per server, which is the server-level lexical evidence.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Final
 
 import bm25s
@@ -39,6 +41,22 @@ class FieldIndex:
         corpus = [list(d) or [_EMPTY_DOC] for d in documents]
         if corpus:
             self._bm25.index(corpus, show_progress=False)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def save(self, folder: Path) -> None:
+        """Write the index into ``folder`` (bm25s's own files; loaded memory-mapped)."""
+        self._bm25.save(str(folder), show_progress=False)
+
+    @classmethod
+    def load(cls, folder: Path, size: int) -> FieldIndex:
+        """The index :meth:`save` wrote, its score arrays memory-mapped, not re-tokenised."""
+        out = cls.__new__(cls)
+        out._size = size
+        out._bm25 = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+        return out
 
     def scores(self, tokens: Sequence[str]) -> Scores:
         """BM25 of every document for ``tokens`` (zeros when nothing matches)."""
@@ -74,6 +92,24 @@ class JaccardIndex:
         self._documents = np.repeat(np.arange(len(documents), dtype=np.int32), sizes)[order]
         counts = np.bincount(token_ids, minlength=len(vocabulary))
         self._starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
+    _ARRAYS: Final = ("sizes", "documents", "starts")
+
+    def save(self, folder: Path) -> None:
+        """Write the postings into ``folder`` (numpy arrays and the vocabulary as JSON)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in self._ARRAYS:
+            np.save(folder / f"{name}.npy", getattr(self, f"_{name}"), allow_pickle=False)
+        (folder / "vocabulary.json").write_text(json.dumps(self._vocabulary), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> JaccardIndex:
+        """The postings :meth:`save` wrote, memory-mapped."""
+        out = cls.__new__(cls)
+        for name in cls._ARRAYS:
+            setattr(out, f"_{name}", np.load(folder / f"{name}.npy", mmap_mode="r"))
+        out._vocabulary = json.loads((folder / "vocabulary.json").read_text(encoding="utf-8"))
+        return out
 
     def scores(self, tokens: Sequence[str]) -> Scores:
         query = set(tokens)

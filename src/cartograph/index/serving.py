@@ -71,7 +71,19 @@ def serving_cards_and_failures(
 def excluded_tools(
     cards: VerifiedCards, drift: DriftReport, policy: CatalogPolicy
 ) -> frozenset[ToolKey]:
-    """Carded tools that must not be discoverable: drifted, missing, or denied by policy."""
+    """Carded tools that must not be discoverable: drifted, missing, or denied by policy.
+
+    Under a policy that allows every tool, only the cards of servers with a
+    hidden drift entry are read: the others may not even be parsed yet
+    (:meth:`VerifiedCards.pinned`), and at 100k tools reading every card here
+    would undo that.
+    """
+    if _allows_all(policy):
+        return frozenset(
+            (e.server, e.tool)
+            for e in drift
+            if not e.exposed and e.server in cards and cards.tool(e.server, e.tool) is not None
+        )
     out: set[ToolKey] = set()
     for server, card in cards.items():
         for tool in card.body.tools:
@@ -81,6 +93,10 @@ def excluded_tools(
             ):
                 out.add((server, tool.name))
     return frozenset(out)
+
+
+def _allows_all(policy: CatalogPolicy) -> bool:
+    return not policy.deny and "*" in policy.allow
 
 
 def serving_cache(config: Config) -> EmbeddingCache:

@@ -11,6 +11,7 @@ embedding and a few vector products over the index.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
@@ -18,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from cartograph.cards.verified import VerifiedCards
-from cartograph.errors import RetrievalError
+from cartograph.errors import PersistedIndexError, RetrievalError
 from cartograph.index.adapter import QueryAdapter
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.corpus import Corpus, build_corpus
@@ -26,12 +27,14 @@ from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards
 from cartograph.index.query import parse_query
 from cartograph.index.rankers import QueryContext, Ranker, Ranking, get_ranker
+from cartograph.index.snapshot import SnapshotStore, snapshot_key
 from cartograph.index.vector_store import VectorStore, block_key, stored
 
 DEFAULT_METHOD: Final = "hybrid"
 MAX_K: Final = 100
 
 ProgressCallback = Callable[[int, int], None]
+_log = logging.getLogger(__name__)
 
 
 class Hit(BaseModel):
@@ -65,6 +68,9 @@ class ToolIndex:
         # less accurate; see QueryContext). Off by default: quality first.
         self.pooled_steps = pooled_steps
         self._rankers: dict[str, Ranker] = {}
+        # Tools never to answer (drifted, unattested, denied), checked on every
+        # ranking whatever the corpus holds: a persisted corpus is not signed.
+        self.exclude: frozenset[ToolKey] = frozenset()
         get_ranker(default_method)  # fail at build time, not at the first query
 
     @classmethod
@@ -82,14 +88,17 @@ class ToolIndex:
     ) -> ToolIndex:
         """Index every verified tool except ``exclude`` (drifted or unattested).
 
-        Each card is re-checked against its verified digest first, so a card
-        altered in memory after verification raises ``SignatureError`` here
-        instead of reaching the index (P-SIG-3). With a ``store`` (the serving
-        path), each card's vectors come from its persisted block and only
-        cards without one are embedded (:mod:`cartograph.index.vector_store`).
+        Card text that reaches the index is re-checked against its verified
+        digest first, so a card altered in memory after verification raises
+        ``SignatureError`` here instead of reaching the index (P-SIG-3). With a
+        ``store`` (the serving path), the whole corpus is loaded from its
+        snapshot when the same verified cards were indexed before
+        (:mod:`cartograph.index.snapshot`: no card is parsed, embedded or
+        tokenised); otherwise it is built, each card's vectors from its
+        persisted block (:mod:`cartograph.index.vector_store`), and saved.
         """
-        intact = {server: cards.ensure_intact(server) for server in cards}
         if store is None:
+            intact = {server: cards.ensure_intact(server) for server in cards}
             entries = entries_from_cards(intact, exclude=exclude)
             return cls.from_entries(
                 entries,
@@ -99,14 +108,11 @@ class ToolIndex:
                 progress=progress,
                 pooled_steps=pooled_steps,
             )
-        every = entries_from_cards(intact)
-        vectors = _stored_vectors(cards, every, embedder, cache, store, progress)
-        skip = set(exclude)
-        keep = [i for i, entry in enumerate(every) if entry.key not in skip]
-        if len(keep) < len(every):
-            vectors = vectors[keep]
-        corpus = build_corpus([every[i] for i in keep], embedder, vectors)
-        return cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
+        skip = frozenset(exclude)
+        corpus = _persisted_corpus(cards, embedder, cache, store, skip, progress)
+        index = cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
+        index.exclude = skip
+        return index
 
     @classmethod
     def from_entries(
@@ -160,13 +166,16 @@ class ToolIndex:
         ctx = self.context(task) if isinstance(task, str) else task
         if self.size == 0:
             return []
-        return self.ranker(method).rank(ctx, max(depth or k, k), k=k)
+        ranked = self.ranker(method).rank(ctx, max(depth or k, k), k=k)
+        if self.exclude:
+            ranked = [(i, s) for i, s in ranked if self.corpus.key(i) not in self.exclude]
+        return ranked
 
     def search(self, task: str, k: int = 5, method: str | None = None) -> list[Hit]:
         """The top ``k`` tools for ``task`` by ``method`` (default: the index's)."""
-        entries = self.corpus.entries
+        key = self.corpus.key
         return [
-            Hit(server=entries[i].server, tool=entries[i].tool, score=round(score, 6))
+            Hit(server=key(i)[0], tool=key(i)[1], score=round(score, 6))
             for i, score in self.rank(task, k, method=method)
         ]
 
@@ -198,6 +207,41 @@ def _entry_vectors(
         return _unit_rows(cache.embed_summed(embedder, views, progress=progress))
     both = _embed(views[0] + views[1], embedder, cache, progress)
     return tool_vectors(both[: len(entries)], both[len(entries) :])
+
+
+def _persisted_corpus(
+    cards: VerifiedCards,
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    store: VectorStore,
+    exclude: frozenset[ToolKey],
+    progress: ProgressCallback | None,
+) -> Corpus:
+    """The corpus from its snapshot when these cards were indexed before, else built and saved."""
+    snapshots = SnapshotStore(store.state_dir)
+    digests = [(server, cards.digest(server)) for server in cards]
+    key = snapshot_key(embedder.model_id, embedder.dim, digests, exclude)
+    try:
+        loaded = snapshots.load(embedder, key)
+    except PersistedIndexError as exc:
+        _log.warning("%s (%s)", exc.message, exc.code)
+        snapshots.discard(embedder.model_id, key)
+        loaded = None
+    if loaded is not None:
+        return loaded
+    intact = {server: cards.ensure_intact(server) for server in cards}
+    every = entries_from_cards(intact)
+    vectors = _stored_vectors(cards, every, embedder, cache, store, progress)
+    keep = [i for i, entry in enumerate(every) if entry.key not in exclude]
+    if len(keep) < len(every):
+        vectors = vectors[keep]
+    corpus = build_corpus([every[i] for i in keep], embedder, vectors)
+    if corpus.size:
+        try:
+            snapshots.save(corpus, key)
+        except OSError as exc:  # an accelerator: serving goes on, the next start rebuilds
+            _log.warning("could not persist the index (%s): %s", type(exc).__name__, exc)
+    return corpus
 
 
 def _stored_vectors(

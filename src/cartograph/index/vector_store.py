@@ -66,7 +66,8 @@ class VectorStore:
     """Blocks of stored tool vectors under ``<state_dir>/index`` (see module docstring)."""
 
     def __init__(self, state_dir: Path) -> None:
-        self.root = Path(state_dir) / INDEX_DIRNAME
+        self.state_dir = Path(state_dir)
+        self.root = self.state_dir / INDEX_DIRNAME
 
     def folder_for(self, model_id: str) -> Path:
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id).strip("._")[:64] or "model"

@@ -1,0 +1,258 @@
+"""The persisted serving corpus: a restart loads the index, it does not rebuild it.
+
+Building the corpus means deriving every tool's entry text from its card,
+tokenising every field, fitting seven BM25 indexes and gathering every
+card's vector block: at 100k tools that was most of a minute, on every
+start. So the whole :class:`~cartograph.index.corpus.Corpus` is saved once,
+columnar, beside the per-card vector blocks::
+
+    <state_dir>/index/<model folder>/serving-<key>/
+        meta.json           format, key, model, size, servers, sha256 of every file below
+        tools.json          tool names, in index order
+        tool_server.npy     each tool's server position (int64)
+        vectors.npy         every tool vector, one float16 matrix (memory-mapped)
+        centroids.npy       normalised server centroids (float32)
+        lexical/<field>/    bm25s's saved index per field (memory-mapped); jaccard/ postings
+
+    key = sha256(format, model id, dim, the code that turns cards into a corpus,
+                 bm25s version, every (server, verified card digest), excluded tools)
+
+An unchanged card set under unchanged code has the same key, so a restart
+reads the snapshot instead of parsing, re-embedding or re-tokenising any card;
+any changed card, model, exclusion or ranking code gives a new key and a
+fresh build, which is then saved (the newest :data:`KEEP_SNAPSHOTS` are kept).
+
+**Integrity.** Loading hashes every file and compares it with ``meta.json``;
+a file that was changed, truncated or removed raises
+:class:`PersistedIndexError` (``persisted_index_damaged``) and the caller
+rebuilds from the verified cards. The snapshot is not signed (``serve`` has
+no signing key): someone who can rewrite both a file and ``meta.json`` can
+change *ranking*, but never what is served — ``discover`` takes every answered
+tool's text from its verified card, re-checked at answer time (P-SIG-3), and
+drifted or denied tools are masked at query time whatever the snapshot holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from cartograph.errors import PersistedIndexError
+from cartograph.fsutil import PRIVATE_FILE_MODE, make_private_dirs
+from cartograph.index.corpus import Corpus, LexicalFields
+from cartograph.index.embedders.base import Embedder
+from cartograph.index.entries import ToolKey
+from cartograph.index.lexical import FieldIndex, JaccardIndex
+from cartograph.index.vector_store import STORED_DTYPE, VectorStore
+
+SNAPSHOT_FORMAT: Final = 1
+SNAPSHOT_PREFIX: Final = "serving-"
+META_FILE: Final = "meta.json"
+KEEP_SNAPSHOTS: Final = 3
+"""Snapshots kept per model: the current one and a few for other exclusions or catalogs."""
+TOOL_FIELDS: Final = ("full", "name", "description", "purpose", "arguments", "examples")
+# The modules whose code decides what a corpus holds: a change to any of them
+# must never load a snapshot built by the old code.
+_CODE_FILES: Final = (
+    "entries.py",
+    "text.py",
+    "lexical.py",
+    "corpus.py",
+    "tool_index.py",
+    "vector_store.py",
+    "snapshot.py",
+    "stopwords.txt",
+)
+_log = logging.getLogger(__name__)
+
+
+def _code_digest() -> str:
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in _CODE_FILES:
+        with contextlib.suppress(OSError):
+            digest.update(name.encode() + b"\x00" + (here / name).read_bytes() + b"\x00")
+    return digest.hexdigest()
+
+
+def snapshot_key(
+    model_id: str, dim: int, digests: Iterable[tuple[str, str]], exclude: Iterable[ToolKey]
+) -> str:
+    """The key of the corpus over cards with these verified ``digests``, minus ``exclude``."""
+    import bm25s
+
+    document = {
+        "format": SNAPSHOT_FORMAT,
+        "model": model_id,
+        "dim": dim,
+        "code": _code_digest(),
+        "bm25s": bm25s.__version__,
+        "cards": sorted(digests),
+        "exclude": sorted(exclude),
+    }
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+
+
+class SnapshotStore:
+    """Serving corpora under ``<state_dir>/index/<model folder>/`` (see module docstring)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self._vectors = VectorStore(state_dir)
+
+    def folder_for(self, model_id: str, key: str) -> Path:
+        return self._vectors.folder_for(model_id) / f"{SNAPSHOT_PREFIX}{key}"
+
+    def load(self, embedder: Embedder, key: str) -> Corpus | None:
+        """The corpus saved under ``key``, None when there is none.
+
+        Raises :class:`PersistedIndexError` when it exists but any file differs
+        from what ``meta.json`` records (the caller rebuilds).
+        """
+        folder = self.folder_for(embedder.model_id, key)
+        meta_path = folder / META_FILE
+        if not meta_path.exists():
+            return None
+        meta = _checked_meta(folder, key, embedder)
+        try:
+            return _read_corpus(folder, meta, embedder)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise _damaged(folder, f"unreadable ({exc})") from exc
+
+    def save(self, corpus: Corpus, key: str) -> Path:
+        """Write ``corpus`` under ``key``: into a private temporary folder, then one rename."""
+        final = self.folder_for(corpus.embedder.model_id, key)
+        make_private_dirs(final.parent)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+        try:
+            _write_corpus(tmp, corpus, key)
+            for path in tmp.rglob("*"):
+                if path.is_file():
+                    os.chmod(path, PRIVATE_FILE_MODE)
+            os.replace(tmp, final)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not (final / META_FILE).exists():
+                raise  # another process did not win the race: a real failure
+        self._prune(final)
+        return final
+
+    def discard(self, model_id: str, key: str) -> None:
+        """Remove a damaged snapshot so the rebuilt one can take its place."""
+        shutil.rmtree(self.folder_for(model_id, key), ignore_errors=True)
+
+    def _prune(self, keep: Path) -> None:
+        """Keep the newest :data:`KEEP_SNAPSHOTS` (a reader's mapped files survive unlink)."""
+        others = [p for p in keep.parent.glob(f"{SNAPSHOT_PREFIX}*") if p != keep and p.is_dir()]
+        others.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in others[KEEP_SNAPSHOTS - 1 :]:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _damaged(folder: Path, why: str) -> PersistedIndexError:
+    return PersistedIndexError(
+        f"the persisted index in {folder} is {why}; it is rebuilt from the verified cards "
+        "(delete the folder if this repeats)",
+        code="persisted_index_damaged",
+    )
+
+
+def _checked_meta(folder: Path, key: str, embedder: Embedder) -> dict[str, Any]:
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        files: dict[str, str] = dict(meta["files"])
+        ok = (
+            meta["format"] == SNAPSHOT_FORMAT
+            and meta["key"] == key
+            and meta["model"] == embedder.model_id
+            and meta["dim"] == embedder.dim
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise _damaged(folder, "missing its record or has a damaged one") from exc
+    if not ok:
+        raise _damaged(folder, "recorded for another key, model or format")
+    for name, expected in files.items():
+        path = folder / name
+        if path.resolve().parent != path.parent.resolve() or _file_sha256(path) != expected:
+            raise _damaged(folder, f"not what it recorded ({name} changed or is missing)")
+    return dict(meta)
+
+
+def _file_sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _write_corpus(folder: Path, corpus: Corpus, key: str) -> None:
+    np.save(folder / "vectors.npy", corpus.tool_vectors.astype(STORED_DTYPE), allow_pickle=False)
+    np.save(folder / "centroids.npy", corpus.centroids, allow_pickle=False)
+    np.save(folder / "tool_server.npy", corpus.tool_server.astype(np.int64), allow_pickle=False)
+    (folder / "tools.json").write_text(json.dumps(list(corpus.tool_names)), encoding="utf-8")
+    lexical = folder / "lexical"
+    for field in (*TOOL_FIELDS, "server"):
+        index: FieldIndex = getattr(corpus.lexical, field)
+        index.save(lexical / field)
+    corpus.lexical.jaccard.save(lexical / "jaccard")
+    files = {
+        path.relative_to(folder).as_posix(): str(_file_sha256(path))
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+    meta = {
+        "format": SNAPSHOT_FORMAT,
+        "key": key,
+        "model": corpus.embedder.model_id,
+        "dim": corpus.embedder.dim,
+        "size": corpus.size,
+        "servers": list(corpus.servers),
+        "files": files,
+    }
+    (folder / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+
+
+def _read_corpus(folder: Path, meta: dict[str, Any], embedder: Embedder) -> Corpus:
+    size = int(meta["size"])
+    servers = tuple(str(s) for s in meta["servers"])
+    names = tuple(json.loads((folder / "tools.json").read_text(encoding="utf-8")))
+    vectors = np.load(folder / "vectors.npy", mmap_mode="r", allow_pickle=False)
+    tool_server = np.load(folder / "tool_server.npy", allow_pickle=False)
+    if len(names) != size or vectors.shape != (size, embedder.dim) or len(tool_server) != size:
+        raise ValueError("arrays disagree with the recorded size")
+    lexical = folder / "lexical"
+    fields = {f: FieldIndex.load(lexical / f, size) for f in TOOL_FIELDS}
+    return Corpus(
+        servers=servers,
+        tool_server=tool_server.astype(np.int64, copy=False),
+        tool_names=names,
+        tool_vectors=np.asarray(vectors, dtype=np.float32),
+        centroids=np.load(folder / "centroids.npy", allow_pickle=False),
+        lexical=LexicalFields(
+            **fields,
+            server=FieldIndex.load(lexical / "server", len(servers)),
+            jaccard=JaccardIndex.load(lexical / "jaccard"),
+        ),
+        embedder=embedder,
+    )
+
+
+__all__ = [
+    "KEEP_SNAPSHOTS",
+    "SnapshotStore",
+    "snapshot_key",
+]
