@@ -13,17 +13,23 @@ file and the embedding cache (composed vectors at 10k/100k, exactly as in
 measured subprocess then does only what ``serve`` does at start-up and per
 query:
 
-1. load and verify every card as start-up does: through the signed snapshot manifest
-   (one signature, a hash per card file) where the checkout has one, else each card;
-2. ``ToolIndex.build(cards, minilm, cache=..., store=...)``: the index from the
-   persisted per-card vector blocks (or the embedding cache, older checkouts);
-3. ``discover()`` per method, query embedding included.
+1. *verify*: the signed snapshot manifest's one signature (where the checkout has one);
+2. *load*: the cards as start-up loads them: each file hashed against the manifest
+   (older checkouts also parse and re-digest every card here), or each card verified;
+3. *index*: ``ToolIndex.build(cards, minilm, cache=..., store=...)``: the persisted
+   serving corpus where the checkout has one, else the index built from the persisted
+   per-card vector blocks (or the embedding cache, older checkouts);
+4. ``discover()`` per method, query embedding included.
 
-It reports time per phase, RSS after each phase and the peak (``ru_maxrss``).
+It reports time per phase (start-up = verify + load + index), RSS after each
+phase and the serving process's peak (``ru_maxrss``). With ``--runs N`` the
+measured child runs N times per source (sources interleaved; the store is
+prepared once) and every figure is the median over the runs.
 
 ``--src NAME=PATH`` (repeatable) runs the measured children against another
 checkout's ``src`` (e.g. a ``git worktree`` of an older commit), so before and
-after are measured side by side in one run on the same machine load.
+after are measured side by side in one run on the same machine load. With
+``--state-dir`` a store prepared by an earlier run is reused.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import gc
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -196,8 +203,11 @@ def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[s
 
     tasks = tasks_for(scale, queries)
     rss_imported = rss_mb()
+    store, trust = CardStore(state), load_trust(state / "trust.toml")
     t1 = time.perf_counter()
-    cards = _load_cards(CardStore(state), load_trust(state / "trust.toml"))
+    _verify_manifest(store, trust)
+    t_verified = time.perf_counter()
+    cards = _load_cards(store, trust)
     gc.collect()
     t2 = time.perf_counter()
     rss_cards = rss_mb()
@@ -215,8 +225,11 @@ def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[s
         "servers": len(cards),
         "queries": len(tasks),
         "import_s": round(t1 - t0, 2),
+        "verify_s": round(t_verified - t1, 2),
+        "load_s": round(t2 - t_verified, 2),
         "load_verify_s": round(t2 - t1, 2),
         "index_build_s": round(t3 - t2, 2),
+        "startup_s": round(t3 - t1, 2),
         "embedded_now": cache.last.misses,
         "first_query_ms": round(first_ms, 1),
         "rss_start_mb": round(rss_start, 1),
@@ -226,9 +239,41 @@ def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[s
         "peak_rss_build_mb": round(peak_rss_mb(), 1),
         "methods": {m: _time_discover(index, cards, tasks, m) for m in methods},
     }
+    row["agreement"] = _prefilter_agreement(index, tasks)
     row["rss_end_mb"] = round(rss_mb(), 1)
     row["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return row
+
+
+def _verify_manifest(store: Any, trust: Any) -> None:
+    """The manifest's one signature, where this checkout has a manifest."""
+    try:
+        from cartograph.cards.manifest import read_manifest
+    except ImportError:
+        return
+    read_manifest(store, trust)
+
+
+def _prefilter_agreement(index: Any, tasks: list[str]) -> dict[str, float] | None:
+    """How often the hybrid with its candidate prefilter returns the exact hybrid's top 5.
+
+    None where the checkout has no prefilter or the index is too small to use it.
+    """
+    limit = getattr(index, "prefilter_min_tools", None)
+    if limit is None or index.size < limit:
+        return None
+    same_set = same_order = 0
+    for task in tasks:
+        fast = [i for i, _ in index.rank(task, 5)]
+        index.prefilter_min_tools = None
+        exact = [i for i, _ in index.rank(task, 5)]
+        index.prefilter_min_tools = limit
+        same_set += set(fast) == set(exact)
+        same_order += fast == exact
+    return {
+        "top5_same_set": round(same_set / len(tasks), 3),
+        "top5_same_order": round(same_order / len(tasks), 3),
+    }
 
 
 def _load_cards(store: Any, trust: Any) -> Any:
@@ -260,38 +305,75 @@ def _child(args: list[str], src: Path | None = None) -> dict[str, Any]:
 
 
 def run_all(
-    scales: list[str], root: Path, queries: int, methods: str, sources: dict[str, Path | None]
+    scales: list[str],
+    root: Path,
+    queries: int,
+    methods: str,
+    sources: dict[str, Path | None],
+    runs: int = 1,
 ) -> dict[str, Any]:
     rows = []
     for scale in scales:
         for name, src in sources.items():
             # Each source prepares its own store: card text may differ between versions.
             state = root / name / scale
+            if (state / PREPARED).exists():
+                print(f"[{name}] reusing the prepared {scale} store", file=sys.stderr)
+                continue
             print(f"[{name}] preparing {scale} …", file=sys.stderr)
             _child(["--prepare", scale, "--state-dir", str(state)], src)
-            print(f"[{name}] measuring {scale} …", file=sys.stderr)
-            args = ["--child", scale, "--state-dir", str(state), "--queries", str(queries)]
-            row = _child([*args, "--methods", methods], src)
-            rows.append({"source": name, **row})
+            (state / PREPARED).write_text("prepared\n", encoding="utf-8")
+        measured: dict[str, list[dict[str, Any]]] = {name: [] for name in sources}
+        for run in range(runs):
+            for name, src in sources.items():
+                print(f"[{name}] measuring {scale}, run {run + 1}/{runs} …", file=sys.stderr)
+                state = root / name / scale
+                args = ["--child", scale, "--state-dir", str(state), "--queries", str(queries)]
+                measured[name].append(_child([*args, "--methods", methods], src))
+        for name, runs_of in measured.items():
+            rows.append({"source": name, "runs": len(runs_of), **_median_row(runs_of)})
     load = os.getloadavg()
     return {"cpus": os.cpu_count(), "loadavg": [round(x, 2) for x in load], "rows": rows}
+
+
+PREPARED = ".serving-scale-prepared"
+
+
+def _median_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every number the median over runs (nested dicts too); other values from the first run."""
+    first = runs[0]
+    out: dict[str, Any] = {}
+    for key, value in first.items():
+        values = [r.get(key) for r in runs]
+        if isinstance(value, dict):
+            out[key] = _median_row([v for v in values if isinstance(v, dict)])
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            numbers = [v for v in values if isinstance(v, int | float)]
+            out[key] = round(statistics.median(numbers), 2)
+        else:
+            out[key] = value
+    return out
 
 
 def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"(cpus {result['cpus']}, load average {result['loadavg']}; targets {TARGETS})",
         "",
-        "| source | scale | tools | load+verify s | index build s | RSS cards MB "
-        "| RSS index MB | peak RSS MB | method | p50 ms | p99 ms | CPU p50 ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| source | scale | tools | runs | verify s | load s | index s | start-up s "
+        "| peak RSS MB | method | p50 ms | p99 ms | CPU p50 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
         for method, t in row["methods"].items():
             lines.append(
-                f"| {row['source']} | {row['scale']} | {row['tools']} | {row['load_verify_s']} "
-                f"| {row['index_build_s']} | {row['rss_cards_mb']} | {row['rss_index_mb']} "
-                f"| {row['peak_rss_mb']} | {method} | {t['p50_ms']} | {t['p99_ms']} "
-                f"| {t['cpu_p50_ms']} |"
+                f"| {row['source']} | {row['scale']} | {row['tools']} | {row['runs']} "
+                f"| {row['verify_s']} | {row['load_s']} | {row['index_build_s']} "
+                f"| {row['startup_s']} | {row['peak_rss_mb']} | {method} | {t['p50_ms']} "
+                f"| {t['p99_ms']} | {t['cpu_p50_ms']} |"
+            )
+        if row.get("agreement"):
+            lines.append(
+                f"| {row['source']} | {row['scale']} | prefilter vs exact: {row['agreement']} |"
             )
     return "\n".join(lines)
 
@@ -311,6 +393,7 @@ def main() -> int:
     parser.add_argument("--scales", default=DEFAULT_SCALES)
     parser.add_argument("--methods", default=DEFAULT_METHODS)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=1, help="measured runs per source (medians)")
     parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
     parser.add_argument("--state-dir", type=Path, help="where stores and caches go (default: temp)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
@@ -328,7 +411,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="cartograph-serve-") as tmp:
         root = args.state_dir or Path(tmp)
         result = run_all(
-            args.scales.split(","), root, args.queries, args.methods, _sources(args.src)
+            args.scales.split(","),
+            root,
+            args.queries,
+            args.methods,
+            _sources(args.src),
+            args.runs,
         )
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     return 0

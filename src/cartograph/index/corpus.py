@@ -8,7 +8,7 @@ lexical field indexes are all built here, before the first query.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
@@ -61,6 +61,26 @@ class Corpus:
     centroids: Vectors
     lexical: LexicalFields
     embedder: Embedder
+    server_order: IntArray = field(init=False, repr=False)
+    """Tool positions grouped by server (stable): server i's tools are
+    ``server_order[server_starts[i]:server_starts[i + 1]]``."""
+    server_starts: IntArray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        order = np.argsort(self.tool_server, kind="stable").astype(np.int64)
+        counts = np.bincount(self.tool_server, minlength=len(self.servers))
+        object.__setattr__(self, "server_order", order)
+        object.__setattr__(self, "server_starts", np.concatenate(([0], np.cumsum(counts))))
+
+    def tools_of(self, servers: IntArray) -> IntArray:
+        """Positions of every tool of ``servers`` (server positions), in position order."""
+        spans = [
+            self.server_order[self.server_starts[s] : self.server_starts[s + 1]] for s in servers
+        ]
+        if not spans:
+            return np.zeros(0, dtype=np.int64)
+        out: IntArray = np.sort(np.concatenate(spans))
+        return out
 
     @property
     def size(self) -> int:
@@ -73,6 +93,16 @@ class Corpus:
     def tool_similarities(self, queries: Vectors) -> Vectors:
         """Cosine of each query row to every tool (queries × tools)."""
         return _similarities(queries, self.tool_vectors)
+
+    def tool_similarities_at(self, queries: Vectors, positions: IntArray) -> Vectors:
+        """Cosine of each query row to the tools at ``positions`` only (queries × positions).
+
+        The rows are gathered from the (memory-mapped, float16 at scale)
+        matrix: a few thousand rows cost ~1 ms, the whole 100k-row matrix ~20.
+        """
+        rows = np.asarray(self.tool_vectors[positions], dtype=np.float32)
+        out: Vectors = np.einsum("qd,td->qt", np.atleast_2d(queries), rows)
+        return out
 
     def server_similarities(self, queries: Vectors) -> Vectors:
         """Cosine of each query row to every server centroid (queries × servers)."""
@@ -96,7 +126,7 @@ def build_corpus(entries: Sequence[IndexEntry], embedder: Embedder, vectors: Vec
         servers=servers,
         tool_server=tool_server,
         tool_names=tuple(e.tool for e in entries),
-        tool_vectors=vectors,
+        tool_vectors=serving_matrix(vectors),
         centroids=server_centroids(vectors, tool_server, len(servers)),
         lexical=_lexical(entries, servers),
         embedder=embedder,
@@ -109,9 +139,38 @@ def build_corpus(entries: Sequence[IndexEntry], embedder: Embedder, vectors: Vec
 SMALL_PRODUCT_ROWS: Final = 20_000
 
 
+LARGE_CORPUS_TOOLS: Final = SMALL_PRODUCT_ROWS
+"""From this many tools the matrix is kept as float16 (as stored; memory-mapped
+when loaded, :mod:`cartograph.index.snapshot`): half the memory, and the
+hybrid's prefilter only gathers the rows it scores."""
+_CHUNK_ROWS: Final = 8192
+
+
+def serving_matrix(vectors: Vectors) -> Vectors:
+    """The tool matrix as served: float32 for small indexes, float16 from LARGE_CORPUS_TOOLS.
+
+    The values are the same either way: tool vectors are already rounded to
+    float16 when stored (:func:`~cartograph.index.vector_store.stored`).
+    """
+    if vectors.shape[0] < LARGE_CORPUS_TOOLS:
+        return vectors
+    out: Vectors = np.asarray(vectors, dtype=np.float16)
+    return out
+
+
 def _similarities(queries: Vectors, rows: Vectors) -> Vectors:
-    """``queries @ rows.T``, single-threaded for small indexes (see SMALL_PRODUCT_ROWS)."""
+    """``queries @ rows.T``, single-threaded for small indexes (see SMALL_PRODUCT_ROWS).
+
+    A float16 matrix is converted a chunk at a time (numpy has no float16
+    BLAS; converting it whole would hold a float32 copy at the peak).
+    """
     queries = np.atleast_2d(queries)
+    if rows.dtype == np.float16:
+        out = np.empty((queries.shape[0], rows.shape[0]), dtype=np.float32)
+        for start in range(0, rows.shape[0], _CHUNK_ROWS):
+            chunk = np.asarray(rows[start : start + _CHUNK_ROWS], dtype=np.float32)
+            out[:, start : start + chunk.shape[0]] = queries @ chunk.T
+        return out
     if rows.shape[0] <= SMALL_PRODUCT_ROWS:
         small: Vectors = np.einsum("qd,td->qt", queries, rows)
         return small
@@ -127,7 +186,7 @@ def server_centroids(vectors: Vectors, tool_server: IntArray, servers: int) -> V
     """
     dim = vectors.shape[1] if vectors.ndim == 2 else 0
     sums = np.zeros((servers, dim), dtype=np.float64)
-    np.add.at(sums, tool_server, vectors.astype(np.float64))
+    np.add.at(sums, tool_server, np.asarray(vectors, dtype=np.float64))
     counts = np.bincount(tool_server, minlength=servers).astype(np.float64)
     means = sums / np.maximum(counts, 1.0)[:, None]
     norms = np.linalg.norm(means, axis=1, keepdims=True)

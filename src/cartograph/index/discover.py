@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from typing import Any, Final, Protocol
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from cartograph.cards.verified import VerifiedCards
@@ -180,14 +179,18 @@ def discover(
 ) -> DiscoverResult:
     """The top ``k`` tools for ``task``, or an abstention when nothing fits."""
     ctx = index.context(task)
-    # Confidence first: the rankers then reuse its query × tool product.
-    confidence = task_confidence(ctx) if index.size else 0.0
+    # Confidence first, so the rankers reuse its query × tool product; with the
+    # prefilter (large indexes) after ranking, from the candidates' product.
+    prefiltered = index.prefilters()
+    confidence = task_confidence(ctx) if index.size and not prefiltered else 0.0
     if reranker is None:
         ranked = index.rank(ctx, k, method=method)
     else:
         depth = min(max(k, reranker.depth), MAX_DEPTH)
         ranked = reranker.rerank(index, ctx, index.rank(ctx, k, method=method, depth=depth), k)
         ranked = ranked[:k]
+    if prefiltered:
+        confidence = ctx.best_similarity()
     abstained = confidence < threshold
     shown = ranked[: min(k, ABSTAIN_SHOWN)] if abstained else ranked
     tools = [_tool(cards, *index.corpus.key(i), score) for i, score in shown]
@@ -203,8 +206,7 @@ def discover(
 
 def task_confidence(ctx: QueryContext) -> float:
     """Best raw cosine of the task, or any of its steps, to any tool."""
-    sims = ctx.similarities()
-    return float(np.max(sims)) if sims.size else 0.0
+    return ctx.best_similarity()
 
 
 def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> DiscoveredTool:

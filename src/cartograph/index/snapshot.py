@@ -49,7 +49,7 @@ import numpy as np
 
 from cartograph.errors import PersistedIndexError
 from cartograph.fsutil import PRIVATE_FILE_MODE, make_private_dirs
-from cartograph.index.corpus import Corpus, LexicalFields
+from cartograph.index.corpus import LARGE_CORPUS_TOOLS, Corpus, LexicalFields
 from cartograph.index.embedders.base import Embedder
 from cartograph.index.entries import ToolKey
 from cartograph.index.lexical import FieldIndex, JaccardIndex
@@ -240,7 +240,8 @@ def _read_corpus(folder: Path, meta: dict[str, Any], embedder: Embedder) -> Corp
         servers=servers,
         tool_server=tool_server.astype(np.int64, copy=False),
         tool_names=names,
-        tool_vectors=np.asarray(vectors, dtype=np.float32),
+        # Memory-mapped float16 at scale, as a fresh build serves it (serving_matrix).
+        tool_vectors=vectors if size >= LARGE_CORPUS_TOOLS else np.asarray(vectors, np.float32),
         centroids=np.load(folder / "centroids.npy", allow_pickle=False),
         lexical=LexicalFields(
             **fields,

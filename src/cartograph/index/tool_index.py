@@ -22,7 +22,7 @@ from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import PersistedIndexError, RetrievalError
 from cartograph.index.adapter import QueryAdapter
 from cartograph.index.cache import EmbeddingCache
-from cartograph.index.corpus import Corpus, build_corpus
+from cartograph.index.corpus import LARGE_CORPUS_TOOLS, Corpus, build_corpus
 from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards
 from cartograph.index.query import parse_query
@@ -32,6 +32,10 @@ from cartograph.index.vector_store import VectorStore, block_key, stored
 
 DEFAULT_METHOD: Final = "hybrid"
 MAX_K: Final = 100
+PREFILTER_MIN_TOOLS: Final = LARGE_CORPUS_TOOLS
+"""From this many tools the hybrid scores densely only its prefiltered candidates
+(:mod:`cartograph.index.rankers.hybrid`). Below it (every benchmark catalog, the
+demo) ranking is exactly as without a prefilter."""
 
 ProgressCallback = Callable[[int, int], None]
 _log = logging.getLogger(__name__)
@@ -71,6 +75,7 @@ class ToolIndex:
         # Tools never to answer (drifted, unattested, denied), checked on every
         # ranking whatever the corpus holds: a persisted corpus is not signed.
         self.exclude: frozenset[ToolKey] = frozenset()
+        self.prefilter_min_tools: int | None = PREFILTER_MIN_TOOLS
         get_ranker(default_method)  # fail at build time, not at the first query
 
     @classmethod
@@ -143,6 +148,11 @@ class ToolIndex:
             self._rankers[name] = get_ranker(name)
         return self._rankers[name]
 
+    def prefilters(self) -> bool:
+        """Whether the hybrid prefilters candidates at this index's size."""
+        limit = self.prefilter_min_tools
+        return limit is not None and self.size >= limit
+
     def context(self, task: str) -> QueryContext:
         """Parse ``task`` once; several rankers may then share its embeddings."""
         return QueryContext(
@@ -150,6 +160,7 @@ class ToolIndex:
             parse_query(task),
             pooled_steps=self.pooled_steps,
             adapter=self.query_adapter,
+            prefilter_min_tools=self.prefilter_min_tools,
         )
 
     def rank(

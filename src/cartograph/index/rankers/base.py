@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from cartograph.index.adapter import QueryAdapter
 from cartograph.index.corpus import Corpus
@@ -48,7 +49,12 @@ class QueryContext:
     pooled_steps: bool = False
     adapter: QueryAdapter | None = None
     """Maps every query vector (task and steps) before it meets a tool vector."""
+    prefilter_min_tools: int | None = None
+    """From this many tools the hybrid scores only prefiltered candidates densely
+    (:mod:`cartograph.index.rankers.hybrid`); None: always every tool."""
     _whole: Vectors | None = field(default=None, repr=False)
+    _whole_sims: Vectors | None = field(default=None, repr=False)
+    _candidate_sims: Vectors | None = field(default=None, repr=False)
     _steps: Vectors | None = field(default=None, repr=False)
     _similarities: Vectors | None = field(default=None, repr=False)
 
@@ -73,8 +79,33 @@ class QueryContext:
         if self._similarities is not None:
             whole: Vectors = self._similarities[0]
             return whole
-        row: Vectors = self.corpus.tool_similarities(self.whole_vector())[0]
+        if self._whole_sims is None:
+            self._whole_sims = self.corpus.tool_similarities(self.whole_vector())[0]
+        row: Vectors = self._whole_sims
         return row
+
+    def similarities_at(self, positions: npt.NDArray[np.int64], *, steps: bool) -> Vectors:
+        """Cosine of the task (and, with ``steps``, each step) to the tools at ``positions``.
+
+        The prefiltered hybrid's one matrix product: every unit of the task
+        against only its candidates. Kept for :meth:`best_similarity`.
+        """
+        vectors = self.vectors() if steps else self.whole_vector()[None, :]
+        sims = self.corpus.tool_similarities_at(vectors, positions)
+        self._candidate_sims = sims
+        return sims
+
+    def best_similarity(self) -> float:
+        """The best cosine of the task or any step to any tool (discover's confidence).
+
+        After a prefiltered ranking, the best over its candidates: the
+        rankers' product is reused, never a second pass over every tool.
+        """
+        if self._similarities is None and self._candidate_sims is not None:
+            best = self._candidate_sims
+        else:
+            best = self.similarities()
+        return float(np.max(best)) if best.size else 0.0
 
     def whole_vector(self) -> Vectors:
         if self._whole is None:

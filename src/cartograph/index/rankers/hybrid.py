@@ -29,8 +29,9 @@ nothing here refers to any benchmark's wording.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -67,28 +68,62 @@ class Features:
     """Per-query signals, one row per unit (row 0: whole task; rows 1..: steps).
 
     Tool-level matrices are units × tools; server-level ones units × servers.
+    A field left out (None) counts as zeros: its weight was zero.
     """
 
-    full: Matrix
-    purpose: Matrix
-    name: Matrix
-    arguments: Matrix
-    examples: Matrix
+    full: Matrix | None
+    purpose: Matrix | None
+    name: Matrix | None
+    arguments: Matrix | None
+    examples: Matrix | None
     dense: Matrix | None
     server_lexical: Matrix
     server_dense: Matrix | None
     tool_server: IntArray
 
+    def restricted(self, positions: IntArray, dense: Matrix | None) -> Features:
+        """The same signals for the tools at ``positions`` only, with their ``dense`` cosines."""
 
-def features(ctx: QueryContext, *, use_dense: bool = True) -> Features:
-    """Compute every signal the hybrid combines, for the task and each step."""
+        def cut(m: Matrix | None) -> Matrix | None:
+            return None if m is None else m[:, positions]
+
+        return Features(
+            full=cut(self.full),
+            purpose=cut(self.purpose),
+            name=cut(self.name),
+            arguments=cut(self.arguments),
+            examples=cut(self.examples),
+            dense=dense,
+            server_lexical=self.server_lexical,
+            server_dense=self.server_dense,
+            tool_server=self.tool_server[positions],
+        )
+
+
+_TOOL_FIELDS = ("full", "purpose", "name", "arguments", "examples")
+
+
+def units_of(ctx: QueryContext) -> list[Sequence[str]]:
+    """The token lists scored: the whole task, then each step (none for a one-step task)."""
+    units: list[Sequence[str]] = [ctx.query.tokens, *(c.tokens for c in ctx.query.clauses)]
+    return units if len(ctx.query.clauses) >= 2 else units[:1]
+
+
+def features(
+    ctx: QueryContext, *, use_dense: bool = True, params: HybridParams | None = None
+) -> Features:
+    """Compute every signal the hybrid combines, for the task and each step.
+
+    With ``params``, fields whose weight is zero are not scored at all (the
+    defaults weight five of the seven BM25 indexes).
+    """
     lex = ctx.corpus.lexical
-    units = [ctx.query.tokens, *(c.tokens for c in ctx.query.clauses)]
-    if len(ctx.query.clauses) < 2:
-        units = units[:1]  # a one-step task: the step is the task
+    units = units_of(ctx)
 
-    def rows(index_scores: list[Scores]) -> Matrix:
-        return np.vstack(index_scores)
+    def rows(field: str) -> Matrix | None:
+        if params is not None and getattr(params, f"{field}_weight") == 0.0:
+            return None
+        return np.vstack([getattr(lex, field).scores(u) for u in units])
 
     dense = server_dense = None
     if use_dense:
@@ -96,14 +131,11 @@ def features(ctx: QueryContext, *, use_dense: bool = True) -> Features:
         sims = ctx.similarities() if len(units) > 1 else ctx.whole_similarities()[None, :]
         dense = sims.astype(np.float64)
         server_dense = ctx.corpus.server_similarities(vectors).astype(np.float64)
+    tool_fields = {field: rows(field) for field in _TOOL_FIELDS}
     return Features(
-        full=rows([lex.full.scores(u) for u in units]),
-        purpose=rows([lex.purpose.scores(u) for u in units]),
-        name=rows([lex.name.scores(u) for u in units]),
-        arguments=rows([lex.arguments.scores(u) for u in units]),
-        examples=rows([lex.examples.scores(u) for u in units]),
+        **tool_fields,
         dense=dense,
-        server_lexical=rows([lex.server.scores(u) for u in units]),
+        server_lexical=np.vstack([lex.server.scores(u) for u in units]),
         server_dense=server_dense,
         tool_server=ctx.corpus.tool_server,
     )
@@ -123,13 +155,15 @@ def unit_scores(f: Features, p: HybridParams) -> Matrix:
 
 def lexical_scores(f: Features, p: HybridParams) -> Matrix:
     """Field-weighted BM25 (units × tools): a weighted sum of each field's BM25."""
-    out: Matrix = (
-        p.full_weight * f.full
-        + p.purpose_weight * f.purpose
-        + p.arguments_weight * f.arguments
-        + p.name_weight * f.name
-        + p.examples_weight * f.examples
-    )
+    out: Matrix | None = None
+    for field in ("full", "purpose", "arguments", "name", "examples"):
+        scores: Matrix | None = getattr(f, field)
+        if scores is None:
+            continue
+        term = getattr(p, f"{field}_weight") * scores
+        out = term if out is None else out + term
+    if out is None:
+        return np.zeros((f.server_lexical.shape[0], len(f.tool_server)))
     return out
 
 
@@ -183,8 +217,50 @@ def _rowwise(normalise: Callable[[Scores], Scores], matrix: Matrix) -> Matrix:
     return np.vstack([normalise(row) for row in matrix])
 
 
+# The prefilter's widths: per unit, the best tools by field-weighted BM25; and
+# every tool of the best servers by the hybrid's own server evidence.
+PREFILTER_LEXICAL: Final = 1000
+PREFILTER_SERVERS: Final = 96
+
+
+def candidates(ctx: QueryContext, f: Features, p: HybridParams) -> IntArray:
+    """Tools worth a dense score: lexical leaders of each unit and the best servers' tools.
+
+    Lexical scores of every tool are cheap (sparse postings); dense ones are
+    a pass over the whole matrix. The hybrid's tool score is a mix of both
+    plus its server's score, so a tool that is in neither list would need a
+    dense cosine far above every candidate's to reach the top k.
+    """
+    lexical = lexical_scores(f, p)
+    picks: list[IntArray] = []
+    for row in lexical:
+        hits = np.flatnonzero(row > 0.0)
+        if len(hits) > PREFILTER_LEXICAL:
+            hits = hits[np.argpartition(-row[hits], PREFILTER_LEXICAL - 1)[:PREFILTER_LEXICAL]]
+        picks.append(hits.astype(np.int64))
+    server = _server_evidence(f, p).max(axis=0)
+    width = min(PREFILTER_SERVERS, len(server))
+    best_servers = np.argpartition(-server, width - 1)[:width] if width else server[:0]
+    picks.append(ctx.corpus.tools_of(best_servers.astype(np.int64)))
+    out: IntArray = np.unique(np.concatenate(picks))
+    return out
+
+
+def _server_evidence(f: Features, p: HybridParams) -> Matrix:
+    server = _rowwise(unit_max, f.server_lexical)
+    if f.server_dense is not None and p.dense_weight > 0.0:
+        share = p.server_dense_share
+        server = (1.0 - share) * server + share * _rowwise(unit_range, f.server_dense)
+    return server
+
+
 class HybridRanker:
-    """Fused lexical/dense/server scores over the whole task and each step."""
+    """Fused lexical/dense/server scores over the whole task and each step.
+
+    At scale (``ctx.prefilter_min_tools``) the dense signal is computed only
+    for :func:`candidates`, in one product for the task and all its steps;
+    the dense range each unit is normalised by is then the candidates'.
+    """
 
     name = "hybrid"
 
@@ -193,4 +269,19 @@ class HybridRanker:
         self.use_dense = use_dense and params.dense_weight > 0.0
 
     def rank(self, ctx: QueryContext, depth: int, *, k: int) -> Ranking:
-        return combine(features(ctx, use_dense=self.use_dense), self.params, depth, k)
+        limit = ctx.prefilter_min_tools
+        if self.use_dense and limit is not None and ctx.corpus.size >= limit:
+            return self._rank_prefiltered(ctx, depth, k)
+        f = features(ctx, use_dense=self.use_dense, params=self.params)
+        return combine(f, self.params, depth, k)
+
+    def _rank_prefiltered(self, ctx: QueryContext, depth: int, k: int) -> Ranking:
+        lexical = features(ctx, use_dense=False, params=self.params)
+        steps = lexical.server_lexical.shape[0] > 1
+        vectors = ctx.vectors() if steps else ctx.whole_vector()[None, :]
+        server_dense = ctx.corpus.server_similarities(vectors).astype(np.float64)
+        lexical = replace(lexical, server_dense=server_dense)
+        positions = candidates(ctx, lexical, self.params)
+        dense = ctx.similarities_at(positions, steps=steps).astype(np.float64)
+        ranked = combine(lexical.restricted(positions, dense), self.params, depth, k)
+        return [(int(positions[i]), score) for i, score in ranked]

@@ -1,0 +1,102 @@
+"""The hybrid's candidate prefilter at scale: one dense product over candidates only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cartograph.cards.attest import attest_in_memory
+from cartograph.index.discover import discover
+from cartograph.index.embedders.fake import FakeEmbedder
+from cartograph.index.rankers import hybrid
+from cartograph.index.tool_index import ToolIndex
+from cartograph.index.vector_store import VectorStore
+from tests.cards.conftest import small_catalog
+
+TASKS = (
+    "read a file",
+    "write text to a file, then list the folder",
+    "what time is it in Tokyo",
+    "get the weather forecast and then save it to a file",
+)
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> ToolIndex:
+    cards = attest_in_memory(small_catalog())
+    return ToolIndex.build(cards, FakeEmbedder(), store=VectorStore(tmp_path))
+
+
+def exact_and_prefiltered(index: ToolIndex, task: str) -> tuple[list[int], list[int]]:
+    index.prefilter_min_tools = None
+    exact = [i for i, _ in index.rank(task, 5, depth=index.size)]
+    index.prefilter_min_tools = 1  # every index is "large"
+    fast = [i for i, _ in index.rank(task, 5, depth=index.size)]
+    return exact, fast
+
+
+def test_when_every_tool_is_a_candidate_the_prefiltered_hybrid_ranks_exactly(
+    index: ToolIndex,
+) -> None:
+    # The small catalog has fewer servers than the server stage keeps: every
+    # tool is a candidate, so the restricted scoring must reproduce the exact one.
+    for task in TASKS:
+        exact, fast = exact_and_prefiltered(index, task)
+        assert fast == exact, task
+
+
+def test_only_candidates_are_scored_densely_and_ranked(
+    index: ToolIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hybrid, "PREFILTER_SERVERS", 1)
+    monkeypatch.setattr(hybrid, "PREFILTER_LEXICAL", 1)
+    index.prefilter_min_tools = 1
+    ctx = index.context(TASKS[1])
+
+    ranked = index.rank(ctx, 5, depth=index.size)
+
+    dense = ctx._candidate_sims
+    assert dense is not None and ctx._similarities is None  # no pass over every tool
+    assert len(ranked) == dense.shape[1] < index.size
+    assert dense.shape[0] == len(ctx.query.clauses) + 1  # task and steps in one product
+
+
+def test_discover_confidence_comes_from_the_candidates_product(index: ToolIndex) -> None:
+    cards_free_task = TASKS[0]
+    index.prefilter_min_tools = None
+    exact = index.context(cards_free_task).best_similarity()
+    index.prefilter_min_tools = 1
+    ctx = index.context(cards_free_task)
+    index.rank(ctx, 5)
+
+    assert ctx.best_similarity() == pytest.approx(exact, abs=1e-6)
+
+
+def test_discover_answers_the_same_tools_with_and_without_the_prefilter(
+    tmp_path: Path,
+) -> None:
+    cards = attest_in_memory(small_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder(), store=VectorStore(tmp_path))
+    index.prefilter_min_tools = None
+    exact = discover(index, cards, TASKS[3])
+    index.prefilter_min_tools = 1
+
+    fast = discover(index, cards, TASKS[3])
+
+    assert [(t.server, t.tool) for t in fast.tools] == [(t.server, t.tool) for t in exact.tools]
+    assert fast.confidence == exact.confidence
+
+
+def test_a_large_matrix_is_served_as_float16_and_scored_in_chunks() -> None:
+    from cartograph.index.corpus import _similarities, serving_matrix
+
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((20_500, 8)).astype(np.float16).astype(np.float32)
+    queries = rng.standard_normal((2, 8)).astype(np.float32)
+
+    served = serving_matrix(rows)
+
+    assert served.dtype == np.float16
+    assert np.allclose(_similarities(queries, served), queries @ rows.T, atol=1e-4)
