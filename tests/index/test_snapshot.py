@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -164,3 +166,21 @@ def test_an_excluded_tool_is_never_answered_even_if_the_snapshot_holds_it(
     index.exclude = frozenset({best})
 
     assert best not in [index.corpus.key(i) for i, _ in index.rank("read a file", 5, depth=20)]
+
+
+def test_a_record_naming_a_file_outside_the_snapshot_is_refused(tmp_path: Path) -> None:
+    cards = attest_in_memory(small_catalog())
+    build(cards, tmp_path)
+    model = FakeEmbedder()
+    key = snapshot_key(model.model_id, model.dim, [(s, cards.digest(s)) for s in cards], ())
+    meta_path = next(p for p in snapshot_files(tmp_path) if p.name == "meta.json")
+    outside = tmp_path / "elsewhere.npy"
+    outside.write_bytes(b"x")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["files"]["../../../elsewhere.npy"] = hashlib.sha256(b"x").hexdigest()
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+
+    with pytest.raises(PersistedIndexError) as info:
+        SnapshotStore(tmp_path).load(model, key)
+
+    assert info.value.code == "persisted_index_damaged"

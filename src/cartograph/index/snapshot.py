@@ -181,9 +181,11 @@ def _checked_meta(folder: Path, key: str, embedder: Embedder) -> dict[str, Any]:
         raise _damaged(folder, "missing its record or has a damaged one") from exc
     if not ok:
         raise _damaged(folder, "recorded for another key, model or format")
+    root = folder.resolve()
     for name, expected in files.items():
         path = folder / name
-        if path.resolve().parent != path.parent.resolve() or _file_sha256(path) != expected:
+        inside = root in path.resolve().parents  # a recorded name cannot point elsewhere
+        if not inside or _file_sha256(path) != expected:
             raise _damaged(folder, f"not what it recorded ({name} changed or is missing)")
     return dict(meta)
 
