@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.index.discover import discover
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.rankers import hybrid
@@ -25,7 +25,7 @@ TASKS = (
 
 @pytest.fixture
 def index(tmp_path: Path) -> ToolIndex:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     return ToolIndex.build(cards, FakeEmbedder(), store=VectorStore(tmp_path))
 
 
@@ -77,7 +77,7 @@ def test_discover_confidence_comes_from_the_candidates_product(index: ToolIndex)
 def test_discover_answers_the_same_tools_with_and_without_the_prefilter(
     tmp_path: Path,
 ) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder(), store=VectorStore(tmp_path))
     index.prefilter_min_tools = None
     exact = discover(index, cards, TASKS[3])

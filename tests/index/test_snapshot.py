@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import PersistedIndexError
 from cartograph.index.embedders.base import Vectors
@@ -68,7 +68,7 @@ def drop_vector_blocks(state: Path) -> None:
 def test_a_restart_loads_the_snapshot_and_ranks_exactly_as_the_fresh_build(
     tmp_path: Path,
 ) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     fresh = build(cards, tmp_path)
     # Without the per-card vector blocks and with a model that refuses tool
     # texts, only the snapshot can supply the index.
@@ -88,7 +88,7 @@ def test_a_restart_loads_the_snapshot_and_ranks_exactly_as_the_fresh_build(
 def test_a_changed_vector_file_is_detected_and_the_index_rebuilt(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     fresh = build(cards, tmp_path)
     vectors = next(p for p in snapshot_files(tmp_path) if p.name == "vectors.npy")
     data = bytearray(vectors.read_bytes())
@@ -106,7 +106,7 @@ def test_a_changed_vector_file_is_detected_and_the_index_rebuilt(
 def test_loading_a_snapshot_with_a_changed_file_raises_persisted_index_damaged(
     tmp_path: Path,
 ) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     build(cards, tmp_path)
     model = FakeEmbedder()
     key = snapshot_key(model.model_id, model.dim, [(s, cards.digest(s)) for s in cards], ())
@@ -120,7 +120,7 @@ def test_loading_a_snapshot_with_a_changed_file_raises_persisted_index_damaged(
 
 
 def test_a_snapshot_missing_a_file_is_refused(tmp_path: Path) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     build(cards, tmp_path)
     model = FakeEmbedder()
     key = snapshot_key(model.model_id, model.dim, [(s, cards.digest(s)) for s in cards], ())
@@ -136,7 +136,7 @@ def test_a_changed_card_set_builds_a_new_snapshot_and_never_loads_the_stale_one(
     tmp_path: Path,
 ) -> None:
     catalog = small_catalog()
-    cards = attest_in_memory(catalog)
+    cards = attest_with_unsafe_throwaway_key(catalog)
     build(cards, tmp_path)
     fewer = cards.subset([name for name in cards if name != "files"])
 
@@ -159,7 +159,7 @@ def test_the_key_names_the_model_the_cards_and_the_exclusions() -> None:
 def test_an_excluded_tool_is_never_answered_even_if_the_snapshot_holds_it(
     tmp_path: Path,
 ) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = build(cards, tmp_path)
     best = index.corpus.key(index.rank("read a file", 1)[0][0])
 
@@ -169,7 +169,7 @@ def test_an_excluded_tool_is_never_answered_even_if_the_snapshot_holds_it(
 
 
 def test_a_record_naming_a_file_outside_the_snapshot_is_refused(tmp_path: Path) -> None:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     build(cards, tmp_path)
     model = FakeEmbedder()
     key = snapshot_key(model.model_id, model.dim, [(s, cards.digest(s)) for s in cards], ())

@@ -64,20 +64,22 @@ TOOL_FIELDS: Final = ("full", "name", "description", "purpose", "arguments", "ex
 # The modules whose code decides what a corpus holds: a change to any of them
 # must never load a snapshot built by the old code.
 _CODE_FILES: Final = (
-    "entries.py",
-    "text.py",
-    "lexical.py",
-    "corpus.py",
-    "tool_index.py",
-    "vector_store.py",
-    "snapshot.py",
-    "stopwords.txt",
+    "index/entries.py",
+    "index/text.py",
+    "index/lexical.py",
+    "index/corpus.py",
+    "index/tool_index.py",
+    "index/vector_store.py",
+    "index/snapshot.py",
+    "index/stopwords.txt",
+    "names.py",
+    "cards/generators/template.py",
 )
 _log = logging.getLogger(__name__)
 
 
 def _code_digest() -> str:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the cartograph package
     digest = hashlib.sha256()
     for name in _CODE_FILES:
         with contextlib.suppress(OSError):
