@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
+from typing import TextIO
 
 import anyio
 import pytest
@@ -18,6 +20,7 @@ from mcp.server.subscriptions import (
 from cartograph.config.model import ServerConfig
 from cartograph.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from cartograph.upstream.session import UpstreamSession
+from tests.servers.support import scriptable
 from tests.upstream.conftest import fake, tool
 
 pytestmark = pytest.mark.anyio
@@ -181,3 +184,17 @@ async def test_tools_list_changed_reaches_the_callback_on_a_2026_07_28_listen_st
         await session.aclose()
     assert seen == ["fake"]
     assert [t.name for t in listed.tools] == ["echo", "added_later"]
+
+
+def test_a_stdio_session_dropped_without_aclose_closes_its_stderr_file() -> None:
+    """Else the file's own finaliser warns (ResourceWarning) inside a later, unrelated test."""
+
+    async def open_and_drop() -> TextIO:
+        session = await UpstreamSession.open(scriptable("dropped"))
+        handle = session._stderr
+        assert handle is not None and not handle.closed
+        return handle  # the run ends: its owner task is cancelled, the session dropped
+
+    handle = asyncio.run(open_and_drop())
+    gc.collect()
+    assert handle.closed

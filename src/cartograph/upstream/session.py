@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import tempfile
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, Final, Protocol, TextIO, TypeVar
@@ -193,10 +194,13 @@ class UpstreamSession:
     ) -> Client:
         if target is None:
             if self.cfg.transport == "stdio":
-                # Kept open for the session's life; closed in aclose().
+                # Kept open for the session's life; closed in aclose(), or when a
+                # session dropped without aclose() is collected (else the file's own
+                # finaliser raises a ResourceWarning in whatever runs next).
                 self._stderr = tempfile.TemporaryFile(  # noqa: SIM115
                     mode="w+", encoding="utf-8", errors="replace"
                 )
+                weakref.finalize(self, _close_quietly, self._stderr)
             target = await build_transport(self.cfg, stack, stderr=self._stderr)
         client = Client(
             target,
@@ -236,8 +240,7 @@ class UpstreamSession:
 
     def _close_stderr(self) -> None:
         if self._stderr is not None:
-            with contextlib.suppress(OSError):
-                self._stderr.close()
+            _close_quietly(self._stderr)
 
     # -- requests ------------------------------------------------------------------
 
@@ -555,6 +558,11 @@ class UpstreamSession:
         except (OSError, ValueError):
             return ""
         return _redact(tail.strip(), self.cfg)
+
+
+def _close_quietly(handle: TextIO) -> None:
+    with contextlib.suppress(OSError):
+        handle.close()
 
 
 def _from_listen_stream(message: IncomingMessage) -> bool:
