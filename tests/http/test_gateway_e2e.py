@@ -116,32 +116,32 @@ def _audits(app: ServedApp) -> list[Any]:
 async def test_a_routed_call_runs_at_the_real_target_with_one_decision_and_one_audit(
     served: tuple[ServedApp, str],
 ) -> None:
+    """The real app and upstream; ``authorize`` is the real method, observed, not replaced."""
     app, base = served
     decisions: list[tuple[str | None, str, str]] = []
     for surface in [*(m.surface for m in app.mounts), *app.routed_targets.values()]:
         original = surface.authorize  # type: ignore[attr-defined]
 
-        def counting(principal: str | None, catalog: str, tool: str, _orig: Any = original) -> None:
+        def observed(principal: str | None, catalog: str, tool: str, _orig: Any = original) -> None:
             decisions.append((principal, catalog, tool))
             _orig(principal, catalog, tool)
 
-        surface.authorize = counting  # type: ignore[attr-defined]
+        surface.authorize = observed  # type: ignore[attr-defined]
     async with mcp_client(f"{base}/mcp/routed", token=TOKEN) as client:
         result = await client.call_tool(
             "call",
             {"catalog": "gamma", "server": "echo", "tool": "echo", "arguments": {"message": "hi"}},
         )
+        denied = await client.call_tool("call", {"catalog": "gamma", **ADD})
     assert not result.is_error, tool_text(result)
     assert json.loads(tool_text(result)) == {"message": "hi"}
-    assert decisions == [("carol", "gamma", "call")]
-    [record] = _audits(app)
-    assert (record.catalog, record.principal, record.server, record.tool, record.outcome) == (
-        "gamma",
-        "carol",
-        "echo",
-        "echo",
-        "ok",
-    )
+    assert error_code(denied) == "tool_denied"
+    assert decisions == [("carol", "gamma", "call"), ("carol", "gamma", "call")]
+    records = [(r.catalog, r.principal, r.server, r.tool, r.outcome) for r in _audits(app)]
+    assert records == [
+        ("gamma", "carol", "echo", "echo", "ok"),
+        ("gamma", "carol", "echo", "add", "tool_denied"),
+    ]
 
 
 async def test_routed_policy_refusals_name_the_catalog_and_the_config_key(

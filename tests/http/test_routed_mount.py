@@ -69,7 +69,6 @@ async def test_a_tool_gated_off_in_the_named_catalog_is_refused_with_the_config_
     ]
 
 
-@pytest.mark.promise("P-AUTH-3")
 async def test_one_authorization_and_one_audit_per_routed_call_naming_the_real_catalog() -> None:
     built = assemble(THREE, routed=True)
     with serving(built.app) as base:

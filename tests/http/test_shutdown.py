@@ -20,7 +20,8 @@ import pytest
 from mcp.types import CallToolResult
 
 from tests.http.support import mcp_client
-from tests.servers.serving import ServeProcess, alive, serve_http
+from tests.servers.events import InFlight, wait_gone_async
+from tests.servers.serving import ServeProcess, serve_http
 from tests.servers.support import scriptable, toml_for
 
 CLIENT_MODES = ["legacy", "auto"]
@@ -52,18 +53,9 @@ async def call(client: Any, tool: str, **arguments: Any) -> CallToolResult:
     return result
 
 
-async def wait_for_file(path: Path, limit: float = 20.0) -> None:
-    """Bounded wait for the upstream to mark that the call is in flight."""
-    with anyio.fail_after(limit):
-        while not await anyio.Path(path).exists():  # noqa: ASYNC110 - another process's file
-            await anyio.sleep(0.02)
-
-
 async def exits_leaving_no_child(served: ServeProcess, upstream_pid: int) -> int:
     code = await anyio.to_thread.run_sync(served.wait, 30.0)
-    with anyio.fail_after(10):
-        while alive(upstream_pid):  # noqa: ASYNC110 - the child is another process
-            await anyio.sleep(0.05)
+    assert await wait_gone_async(upstream_pid)
     return code
 
 
@@ -73,19 +65,21 @@ async def exits_leaving_no_child(served: ServeProcess, upstream_pid: int) -> int
 async def test_sigterm_mid_call_lets_the_call_finish_within_the_grace(
     tmp_path: Path, mode: str
 ) -> None:
-    marker = tmp_path / "in-flight"
-    with serve_http(write_config(tmp_path, grace=30.0)) as served:
+    in_flight = InFlight(tmp_path)
+    with in_flight, serve_http(write_config(tmp_path, grace=30.0)) as served:
         with anyio.fail_after(60):
             async with mcp_client(served.mcp, mode=mode) as client:
                 upstream_pid = int(text(await call(client, "pid")))
                 results: list[CallToolResult] = []
 
                 async def slow_call() -> None:
-                    results.append(await call(client, "announce", path=str(marker), seconds=1.0))
+                    results.append(
+                        await call(client, "announce", path=str(in_flight.path), seconds=1.0)
+                    )
 
                 async with anyio.create_task_group() as group:
                     group.start_soon(slow_call)
-                    await wait_for_file(marker)
+                    await in_flight.wait_async()
                     served.signal(signal.SIGTERM)
             code = await exits_leaving_no_child(served, upstream_pid)
     assert [text(r) for r in results] == ["slept"]
@@ -98,19 +92,21 @@ async def test_sigterm_mid_call_lets_the_call_finish_within_the_grace(
 async def test_sigterm_mid_call_past_the_grace_answers_shutting_down(
     tmp_path: Path, mode: str
 ) -> None:
-    marker = tmp_path / "in-flight"
-    with serve_http(write_config(tmp_path, grace=0.5)) as served:
+    in_flight = InFlight(tmp_path)
+    with in_flight, serve_http(write_config(tmp_path, grace=0.5)) as served:
         with anyio.fail_after(60):
             async with mcp_client(served.mcp, mode=mode) as client:
                 upstream_pid = int(text(await call(client, "pid")))
                 results: list[CallToolResult] = []
 
                 async def stuck_call() -> None:
-                    results.append(await call(client, "announce", path=str(marker), seconds=600))
+                    results.append(
+                        await call(client, "announce", path=str(in_flight.path), seconds=600)
+                    )
 
                 async with anyio.create_task_group() as group:
                     group.start_soon(stuck_call)
-                    await wait_for_file(marker)
+                    await in_flight.wait_async()
                     served.signal(signal.SIGTERM)
             code = await exits_leaving_no_child(served, upstream_pid)
     assert [error_code(r) for r in results] == ["shutting_down"]
@@ -122,8 +118,8 @@ async def test_sigterm_mid_call_past_the_grace_answers_shutting_down(
 async def test_while_draining_new_requests_are_refused_and_a_second_signal_ends_the_calls(
     tmp_path: Path,
 ) -> None:
-    marker = tmp_path / "in-flight"
-    with serve_http(write_config(tmp_path, grace=600.0)) as served:
+    in_flight = InFlight(tmp_path)
+    with in_flight, serve_http(write_config(tmp_path, grace=600.0)) as served:
         with anyio.fail_after(60):
             async with (
                 mcp_client(served.mcp, mode="legacy") as client,
@@ -134,11 +130,13 @@ async def test_while_draining_new_requests_are_refused_and_a_second_signal_ends_
                 results: list[CallToolResult] = []
 
                 async def stuck_call() -> None:
-                    results.append(await call(client, "announce", path=str(marker), seconds=600))
+                    results.append(
+                        await call(client, "announce", path=str(in_flight.path), seconds=600)
+                    )
 
                 async with anyio.create_task_group() as group:
                     group.start_soon(stuck_call)
-                    await wait_for_file(marker)
+                    await in_flight.wait_async()
                     served.signal(signal.SIGTERM)
                     refused = await _refused_while_draining(raw)
                     assert refused.status_code == 503

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,9 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.types import CONNECTION_CLOSED
 
+from tests.servers.events import InFlight, wait_gone
 from tests.servers.support import scriptable, toml_for
 
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
@@ -107,65 +108,65 @@ def test_every_stdout_byte_is_json_rpc_even_with_debug_logging(tmp_path: Path) -
     assert b"DEBUG" in stderr  # debug logging was on, and went to stderr
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest.mark.parametrize("how", ["sigterm", "stdin_eof"])
 @pytest.mark.promise("P-REL-7")
 def test_shutdown_ends_in_flight_calls_and_leaves_no_upstream_child(
     tmp_path: Path, how: str
 ) -> None:
     config = write_config(tmp_path)
-    with subprocess.Popen(
-        [sys.executable, *SERVE, "--config", str(config)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    ) as process:
-        _drive_shutdown(process, how)
+    with (
+        InFlight(tmp_path) as in_flight,
+        subprocess.Popen(
+            [sys.executable, *SERVE, "--config", str(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        ) as process,
+    ):
+        try:
+            upstream_pid = _start_a_call_that_never_ends(process, in_flight)
+            if how == "sigterm":
+                process.send_signal(signal.SIGTERM)
+            else:
+                assert process.stdin is not None
+                process.stdin.close()
+            reply = _read_reply(process)
+            assert process.wait(timeout=30) == 0
+        finally:
+            process.kill()
+    assert reply["id"] == 3
+    if how == "sigterm":  # the proxy drains: the call ends as a tool error naming the cause
+        assert reply["result"]["isError"] is True
+        assert reply["result"]["structuredContent"]["error"]["code"] == "shutting_down"
+    else:  # EOF ends the SDK session first: it answers the request as closed
+        assert reply["error"] == {"code": CONNECTION_CLOSED, "message": "Connection closed"}
+    assert wait_gone(upstream_pid)
 
 
-def _drive_shutdown(process: subprocess.Popen[bytes], how: str) -> None:
-    assert process.stdin is not None and process.stdout is not None
+def _start_a_call_that_never_ends(process: subprocess.Popen[bytes], in_flight: InFlight) -> int:
+    """Handshake, then a call upstream that sleeps for an hour; return once it is in flight."""
+    assert process.stdin is not None
 
     def send(message: dict[str, object]) -> None:
         assert process.stdin is not None
         process.stdin.write((json.dumps(message) + "\n").encode())
         process.stdin.flush()
 
-    def call(rid: int, tool: str) -> None:
-        arguments = {"server": "stuck", "tool": tool, "arguments": {}}
-        send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-              "params": {"name": "call", "arguments": arguments}})  # fmt: skip
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}})  # fmt: skip
+    assert _read_reply(process)["id"] == 1
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    announce = {"path": str(in_flight.path), "seconds": 3600}
+    arguments = {"server": "stuck", "tool": "announce", "arguments": announce}
+    send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+          "params": {"name": "call", "arguments": arguments}})  # fmt: skip
+    return in_flight.wait()
 
-    try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}}})  # fmt: skip
-        process.stdout.readline()
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        call(2, "pid")
-        pid = int(json.loads(process.stdout.readline())["result"]["content"][0]["text"])
-        assert _alive(pid)
-        call(3, "hang")
-        time.sleep(0.5)  # the hang call is now in flight upstream
-        if how == "sigterm":
-            process.send_signal(signal.SIGTERM)
-            reply = json.loads(process.stdout.readline())
-            assert reply["id"] == 3
-            assert reply["result"]["isError"] is True
-            assert reply["result"]["structuredContent"]["error"]["code"] == "shutting_down"
-        else:
-            process.stdin.close()
-        process.wait(timeout=30)
-        deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(pid)
-    finally:
-        process.kill()
+
+def _read_reply(process: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line, "serve closed stdout without replying"
+    reply: dict[str, Any] = json.loads(line)
+    return reply
