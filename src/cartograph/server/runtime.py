@@ -37,7 +37,13 @@ from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
 from cartograph.config.model import CatalogPolicy, Config, ServerConfig, deny_disabled_tools
-from cartograph.errors import CartographError, UnknownToolError, UpstreamError, UsageLogError
+from cartograph.errors import (
+    CartographError,
+    NameCollisionError,
+    UnknownToolError,
+    UpstreamError,
+    UsageLogError,
+)
 from cartograph.gateway.arguments import compile_validator, validate_arguments
 from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.gateway.gateway import Gateway
@@ -236,12 +242,26 @@ class CatalogRuntime:
             await session.aclose()
 
     def _attest_with_unsafe_throwaway_key(self) -> None:
+        """Sign what the servers list now; a server whose tool names collide gets no card.
+
+        The same name check as ``bootstrap`` (P-NAME-1): without it, a live
+        listing with ``echo`` and ``e-cho`` was attested and served whole.
+        """
         from cartograph.cards.attest import attest_with_unsafe_throwaway_key
         from cartograph.catalog.model import Catalog
+        from cartograph.upstream.names import check_tool_names
 
-        live = tuple(self.live[name] for name in self.servers if name in self.live)
-        self.cards = attest_with_unsafe_throwaway_key(Catalog(servers=live))
-        self.drift_view.replace(check_drift(self.cards, Catalog(servers=live)))
+        live: list[ServerDef] = []
+        for server in (self.live[name] for name in self.servers if name in self.live):
+            try:
+                check_tool_names(server)
+            except NameCollisionError as exc:
+                logger.error("server %s is not served: %s (%s)", server.name, exc.message, exc.code)
+                self.card_errors[server.name] = exc.code
+                continue
+            live.append(server)
+        self.cards = attest_with_unsafe_throwaway_key(Catalog(servers=tuple(live)))
+        self.drift_view.replace(check_drift(self.cards, Catalog(servers=tuple(live))))
 
     def start_maintenance(self) -> None:
         """Start the background re-list and idle sweep (pooled mode; idempotent)."""
