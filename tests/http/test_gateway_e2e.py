@@ -36,7 +36,7 @@ from tests.http.support import (
     serving,
     tool_text,
 )
-from tests.http.upstream import HeaderLog, upstream_app
+from tests.servers.scriptable import HeaderLog, http_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +53,7 @@ ADD = {"server": "echo", "tool": "add", "arguments": {"a": 1, "b": 2}}
 @pytest.fixture
 def upstream() -> Iterator[tuple[str, HeaderLog]]:
     log = HeaderLog()
-    with serving(upstream_app(log)) as base:
+    with serving(http_upstream(log)) as base:
         yield f"{base}/mcp", log
 
 

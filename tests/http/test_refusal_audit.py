@@ -37,7 +37,7 @@ from tests.http.support import (
     mcp_client,
     serving,
 )
-from tests.http.upstream import HeaderLog, upstream_app
+from tests.servers.scriptable import HeaderLog, http_upstream
 
 TOKEN = "the-real-token-0123456789abcdef0123"
 GUESSES = ("guess-one-aaaaaaaaaaaaaaaaaaaa", "guess-two-bbbbbbbbbbbbbbbbbbbbbb")
@@ -130,7 +130,7 @@ async def test_routed_calls_without_or_with_an_unknown_catalog_are_audited() -> 
 
 @pytest.fixture
 def upstream_url() -> Iterator[str]:
-    with serving(upstream_app(HeaderLog())) as base:
+    with serving(http_upstream(HeaderLog())) as base:
         yield f"{base}/mcp"
 
 

@@ -28,7 +28,7 @@ from cartograph.errors import ConfigError
 from cartograph.server.auth import Principal, TokenAuthority
 from cartograph.server.http import http_app
 from tests.http.support import error_code, http_client, mcp_client, serving, tool_text
-from tests.http.upstream import HeaderLog, upstream_app
+from tests.servers.scriptable import HeaderLog, http_upstream
 
 RESEARCH_TOKEN = "research-only-token-0123456789abcdef"
 OPS_TOKEN = "ops-and-dev-token-0123456789abcdef00"
@@ -125,7 +125,7 @@ def test_an_authority_built_directly_refuses_a_repeated_principal() -> None:
 
 @pytest.fixture
 def upstream_url() -> Iterator[str]:
-    with serving(upstream_app(HeaderLog())) as base:
+    with serving(http_upstream(HeaderLog())) as base:
         yield f"{base}/mcp"
 
 

@@ -1,6 +1,10 @@
-"""A real MCP server (SDK low-level ``Server`` over stdio) whose tools misbehave on demand.
+"""The tests' one fake upstream: a real MCP server (the SDK's low-level ``Server``).
 
-Used as an upstream for fault injection: ``hang`` never answers, ``crash``
+It serves one of three tool sets, chosen with ``--tools`` (stdio) or the
+``toolset`` argument of :func:`http_upstream` (streamable HTTP, in process):
+
+* ``faults`` (the default) misbehaves on demand, for the gateway and server:
+``hang`` never answers, ``crash``
 kills the process mid-call, ``malformed`` makes the reply itself broken on
 the wire, ``big`` returns an oversized result, ``flood`` sends a storm of
 ``tools/list_changed`` notifications, ``count`` is a per-process counter
@@ -9,19 +13,29 @@ the wire, ``big`` returns an oversized result, ``flood`` sends a storm of
 ``announce: false``, does not: a silent rug pull); the ``announce`` tool marks
 a file once the call is in flight upstream. ``--start-delay`` makes start-up
 slow; ``--description-file F`` takes echo's description from ``F`` when it
-exists (a server that comes back changed after a restart). Run:
-``python tests/servers/scriptable.py [--start-delay S] [--description-file F]``.
+exists (a server that comes back changed after a restart).
+* ``echo`` is a well-behaved ``echo``/``add`` pair; over HTTP, :class:`HeaderLog`
+  records every request's headers (what the proxy forwarded upstream).
+* ``stubs`` has the shapes generated stubs must handle on the wire: a
+  hyphenated name with an output schema, a keyword-named argument with an enum
+  default, a tool that reports ``isError``, and one that echoes exactly the
+  arguments it received.
+
+Run: ``python tests/servers/scriptable.py [--tools SET] [--start-delay S]
+[--description-file F]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from io import TextIOWrapper
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp.types as types
@@ -30,18 +44,34 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.stdio import stdio_server
 
+if TYPE_CHECKING:  # HTTP only runs in process: the stdio server starts without these imports
+    from starlette.applications import Starlette
+    from starlette.types import Receive, Scope, Send
+
 MALFORM_MARKER = "__cartograph_test_malform__"
 STATE: dict[str, Any] = {"count": 0, "echo_description": "Echo the text back."}
 
 
-def _tools() -> list[types.Tool]:
+Context = ServerRequestContext[Any]
+CallHandler = Callable[[Context, types.CallToolRequestParams], Awaitable[types.CallToolResult]]
+
+
+def _fault_tools() -> list[types.Tool]:
     extra = os.environ.get("SCRIPTABLE_EXTRA_TOOL")  # e.g. "e-cho": collides with echo
     return _base_tools() + ([_tool(extra, "An extra tool.", {}, [])] if extra else [])
 
 
-def _tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> types.Tool:
-    schema = {"type": "object", "properties": props, "required": required}
-    return types.Tool(name=name, description=description, input_schema=schema)
+def _tool(
+    name: str,
+    description: str,
+    props: dict[str, Any],
+    required: list[str] | None = None,
+    **extra: Any,
+) -> types.Tool:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required is not None:
+        schema["required"] = required
+    return types.Tool(name=name, description=description, input_schema=schema, **extra)
 
 
 def _base_tools() -> list[types.Tool]:
@@ -103,13 +133,7 @@ def _text(text: str, **kwargs: Any) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], **kwargs)
 
 
-async def on_list_tools(_ctx: ServerRequestContext[Any], _params: Any) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=_tools())
-
-
-async def on_call_tool(
-    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-) -> types.CallToolResult:
+async def _fault_call(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
     args = params.arguments or {}
     name = params.name
     if name == "echo":
@@ -156,6 +180,135 @@ async def on_call_tool(
     return _text(f"unknown tool {name}", is_error=True)
 
 
+def _echo_tools() -> list[types.Tool]:
+    return [
+        _tool(
+            "echo",
+            "Echo the message back unchanged.",
+            {"message": {"type": "string"}},
+            ["message"],
+        ),
+        _tool(
+            "add",
+            "Add two integers and return the sum.",
+            {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            ["a", "b"],
+        ),
+    ]
+
+
+async def _echo_call(_ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    args = params.arguments or {}
+    return _text(str(int(args["a"]) + int(args["b"])) if params.name == "add" else json.dumps(args))
+
+
+STUB_CANARY = "publisher-prose-canary-5d0e"
+
+
+def _stub_tools() -> list[types.Tool]:
+    return [
+        _tool(
+            "add-numbers",
+            f"Adds two integers. {STUB_CANARY}",
+            {
+                "a": {"type": "integer", "description": f"first {STUB_CANARY}"},
+                "b": {"type": "integer", "title": STUB_CANARY},
+            },
+            ["a", "b"],
+            output_schema={
+                "type": "object",
+                "properties": {"sum": {"type": "integer"}},
+                "required": ["sum"],
+            },
+        ),
+        _tool(
+            "greet",
+            "Greets someone by name.",
+            {
+                "name": {"type": "string"},
+                "from": {"type": "string"},
+                "style": {"type": "string", "enum": ["plain", "shout"], "default": "plain"},
+            },
+            ["name"],
+        ),
+        _tool(
+            "echo-args",
+            "Returns the arguments it received as JSON.",
+            {"first-key": {"type": "string"}, "limit": {"type": "integer", "default": 10}},
+        ),
+        _tool("fail", "Always reports a tool error.", {}),
+    ]
+
+
+async def _stub_call(_ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    args = params.arguments or {}
+    if params.name == "add-numbers":
+        total = int(args["a"]) + int(args["b"])
+        return _text(str(total), structured_content={"sum": total})
+    if params.name == "greet":
+        greeting = f"hello {args['name']}" + (f" from {args['from']}" if "from" in args else "")
+        return _text(greeting.upper() if args.get("style") == "shout" else greeting)
+    if params.name == "echo-args":
+        return _text(json.dumps(args, sort_keys=True))
+    if params.name == "fail":
+        return _text("deliberate failure", is_error=True)
+    return _text(f"unknown tool {params.name}", is_error=True)
+
+
+TOOLSETS: dict[str, tuple[Callable[[], list[types.Tool]], CallHandler]] = {
+    "faults": (_fault_tools, _fault_call),
+    "echo": (_echo_tools, _echo_call),
+    "stubs": (_stub_tools, _stub_call),
+}
+
+
+SERVER_NAMES = {"faults": "scriptable", "echo": "echo-upstream", "stubs": "stub-upstream"}
+
+
+def build_server(toolset: str = "faults") -> Server[Any]:
+    """The low-level server for one tool set (any transport)."""
+    list_tools, call_tool = TOOLSETS[toolset]
+
+    async def on_list_tools(_ctx: Context, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list_tools())
+
+    name = SERVER_NAMES[toolset]
+    return Server(name, version="1.0", on_list_tools=on_list_tools, on_call_tool=call_tool)
+
+
+class HeaderLog:
+    """Every header list the HTTP upstream received, lower-cased names."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, str]] = []
+
+    def names(self) -> set[str]:
+        return {name for request in self.requests for name in request}
+
+    def values(self) -> list[str]:
+        return [value for request in self.requests for value in request.values()]
+
+
+def http_upstream(log: HeaderLog, toolset: str = "echo") -> Starlette:
+    """The server over streamable HTTP at ``/mcp``, logging each request's headers."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    manager = StreamableHTTPSessionManager(build_server(toolset))
+
+    async def record(scope: Scope, receive: Receive, send: Send) -> None:
+        log.requests.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
+        await manager.handle_request(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    return Starlette(routes=[Mount("/mcp", app=record)], lifespan=lifespan)
+
+
 class _MalformingStdout:
     """The stdout wrapper: a reply carrying the marker is broken on its way out."""
 
@@ -180,10 +333,8 @@ class _MalformingStdout:
         self._raw.flush()
 
 
-async def main() -> None:
-    server = Server(
-        "scriptable", version="1.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool
-    )
+async def main(toolset: str) -> None:
+    server = build_server(toolset)
     out = TextIOWrapper(os.fdopen(os.dup(1), "wb"), encoding="utf-8", line_buffering=False)
     stdin = anyio.wrap_file(TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8"))
     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
@@ -194,6 +345,7 @@ async def main() -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
+    parser.add_argument("--tools", choices=sorted(TOOLSETS), default="faults")
     parser.add_argument("--start-delay", type=float, default=0.0)
     parser.add_argument("--description-file", default=None)
     options = parser.parse_args()
@@ -205,4 +357,4 @@ if __name__ == "__main__":
         print(f"debug: using token {os.environ['SECRET_TOKEN']}", file=sys.stderr)
     if options.start_delay:
         time.sleep(options.start_delay)  # slow start: nothing is read until this passes
-    anyio.run(main)
+    anyio.run(main, options.tools)

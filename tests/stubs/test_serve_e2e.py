@@ -27,7 +27,7 @@ from cartograph.errors import ArgumentError, CallError, ToolFailed, UpstreamUnav
 from cartograph.stubs import runtime
 from cartograph.stubs.targets import StdioTarget
 
-UPSTREAM = Path(__file__).parent / "upstream.py"
+UPSTREAM = Path(__file__).parents[1] / "servers" / "scriptable.py"
 PACKAGE = "e2e_stubs"
 runner = CliRunner()
 
@@ -46,7 +46,8 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     python = json.dumps(sys.executable)
     config.write_text(
         f'state_dir = "state"\n\n[index]\nembedder = "fake"\n\n'
-        f"[servers.stub-upstream]\ncommand = {python}\nargs = [{json.dumps(str(UPSTREAM))}]\n"
+        f"[servers.stub-upstream]\ncommand = {python}\n"
+        f'args = [{json.dumps(str(UPSTREAM))}, "--tools", "stubs"]\n'
         'protocol = "legacy"\n'
     )
     _cli("keys", "init", "--config", str(config))
