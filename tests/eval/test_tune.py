@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.eval.data import EvalQuery, GoldTool
 from cartograph.eval.tune import DEFAULT_GRID, REPORTED, TuneSet, _Scored, cross_validate_sets
 from cartograph.index.embedders import FakeEmbedder
@@ -15,7 +15,7 @@ from tests.index.retrieval_fixtures import small_catalog
 
 @pytest.fixture(scope="module")
 def index() -> ToolIndex:
-    return ToolIndex.build(attest_in_memory(small_catalog()), FakeEmbedder())
+    return ToolIndex.build(attest_with_unsafe_throwaway_key(small_catalog()), FakeEmbedder())
 
 
 def _q(i: int, text: str, server: str, tool: str) -> EvalQuery:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cartograph.cards.attest import attest_in_memory
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.index.discover import discover
 from cartograph.index.embedders import FakeEmbedder
 from cartograph.index.tool_index import ToolIndex
@@ -11,7 +11,7 @@ from tests.snapshot import assert_snapshot
 
 
 def _text(task: str, *, k: int, threshold: float) -> str:
-    cards = attest_in_memory(small_catalog())
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     text: str = discover(index, cards, task, k=k, threshold=threshold).to_text()
     return text
