@@ -3,7 +3,6 @@ what the tool needs, example tasks, and valid example calls."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -202,22 +201,16 @@ def test_livemcpbench_examples_validate(bench: Catalog) -> None:
     assert invalid == []
 
 
-def test_livemcpbench_signing_and_verification_time_is_reported(
-    bench: Catalog, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_every_livemcpbench_card_signs_and_verifies(bench: Catalog) -> None:
+    """Correctness only: benchmarks/serving_scale.py measures sign and verify time."""
     from cartograph.cards.keys import SigningKey
     from cartograph.cards.signing import sign_card, verify_card
     from cartograph.cards.trust import TrustSet
 
     cards = attest_with_unsafe_throwaway_key(bench)
     key = SigningKey.generate()
-    started = time.perf_counter()
     signed = [sign_card(cards[s].body, key) for s in cards]
-    signing = time.perf_counter() - started
-    started = time.perf_counter()
-    for card in signed:
-        verify_card(card, TrustSet.of(key.public), expected_server=card.server)
-    verifying = time.perf_counter() - started
-    with capsys.disabled():
-        print(f"\n527-tool catalog: sign {signing * 1000:.0f} ms, verify {verifying * 1000:.0f} ms")
-    assert signing < 10 and verifying < 10
+    verified = [
+        verify_card(card, TrustSet.of(key.public), expected_server=card.server) for card in signed
+    ]
+    assert len(verified) == len(bench.servers)

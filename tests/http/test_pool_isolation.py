@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import anyio
 import pytest
 
 from cartograph.config.model import Config, IndexConfig
 from cartograph.server.http import http_app
 from tests.http.support import mcp_client, serving, tool_text
+from tests.servers.events import alive, wait_gone_async
 from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 
 COUNT = {"server": "counter", "tool": "count", "arguments": {}}
 PID = {"server": "counter", "tool": "pid", "arguments": {}}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.promise("P-POOL-1")
@@ -49,10 +40,8 @@ async def test_two_http_sessions_count_independently_and_ending_one_closes_its_u
                     bob_pid = int(tool_text(await bob.call_tool("call", PID)))
                     assert alice_pid != bob_pid
                 # alice's client ended its MCP session: her upstream goes, bob's stays.
-                with anyio.fail_after(20):
-                    while _alive(alice_pid):  # noqa: ASYNC110 - another process; no event
-                        await anyio.sleep(0.05)
-                assert _alive(bob_pid)
+                assert await wait_gone_async(alice_pid)
+                assert alive(bob_pid)
                 assert tool_text(await bob.call_tool("call", COUNT)) == "4"
 
 

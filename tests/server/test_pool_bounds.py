@@ -3,30 +3,21 @@ session is recycled rather than reused half-read. Real scriptable upstreams over
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from mcp.types import CallToolResult
 
 from cartograph.server.handlers import ProxyHandlers
 from tests.server.support import call, code, running, text, wait_until
+from tests.servers.events import wait_gone_async
 from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 
 BIG_REPLY = 20_000_000
 TIMEOUT = 3.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _pool(h: ProxyHandlers, server: str) -> dict[str, Any]:
@@ -41,19 +32,16 @@ async def test_a_session_timed_out_mid_big_reply_is_recycled_and_the_next_call_s
 ) -> None:
     async with running(tmp_path, scriptable("big", call_timeout=TIMEOUT)) as h:
         before = int(text(await call(h, "big", "pid")))
-        started = anyio.current_time()
         # The 20 MB reply leaves the upstream just before the deadline and is still
         # being read when it passes.
         timed_out = await call(h, "big", "big", size=BIG_REPLY, delay=TIMEOUT - 0.1)
-        elapsed = anyio.current_time() - started
         assert code(timed_out) == "upstream_timeout"
-        assert elapsed < TIMEOUT + 1.5
         assert text(await call(h, "big", "add", a=1, b=2)) == "3"
         after = int(text(await call(h, "big", "pid")))
         assert after != before  # a fresh session, not the half-read one
         assert _pool(h, "big")["retired"] == 1
         assert h.runtime.status()["servers"][0]["restarts"] == 1
-        await wait_until(lambda: not _alive(before), limit=20)
+        assert await wait_gone_async(before)
 
 
 async def _count(h: ProxyHandlers, principal: str, client: str) -> CallToolResult:
@@ -103,5 +91,5 @@ async def test_an_abandoned_upstream_session_expires_after_the_idle_timeout(
         )
         # The client never comes back: its session (and process) is expired by the sweep.
         await wait_until(lambda: _pool(h, "counter")["expired"] == 1)
-        await wait_until(lambda: not _alive(pid), limit=20)
+        assert await wait_gone_async(pid)
         assert text(await _count(h, "alice", "next")) == "1"

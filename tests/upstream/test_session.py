@@ -26,6 +26,10 @@ from tests.upstream.conftest import fake, tool
 pytestmark = pytest.mark.anyio
 
 
+HANG_GUARD = 30.0
+"""Fails a test that hangs; never a speed target (those live in benchmarks/)."""
+
+
 def cfg(name: str = "fake", **kwargs: object) -> ServerConfig:
     return ServerConfig.model_validate({"name": name, "command": "unused", **kwargs})
 
@@ -73,15 +77,12 @@ async def test_a_hung_tool_yields_a_typed_timeout_within_the_deadline() -> None:
     upstream = fake(["hang"])
     session = await UpstreamSession.open(cfg(), target=upstream.server())
     try:
-        started = anyio.current_time()
-        with pytest.raises(UpstreamTimeout) as caught:
+        with anyio.fail_after(HANG_GUARD), pytest.raises(UpstreamTimeout) as caught:
             await session.call_tool("hang", {}, timeout=0.3)
-        elapsed = anyio.current_time() - started
     finally:
         upstream.hang_forever.set()
         await session.aclose()
     assert caught.value.code == "upstream_timeout"
-    assert elapsed < 2.0
 
 
 async def test_a_session_opened_in_one_task_serves_calls_from_others() -> None:
