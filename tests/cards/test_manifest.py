@@ -121,8 +121,9 @@ def test_a_manifest_signed_by_an_untrusted_key_verifies_nothing(
     bootstrap(store, key, catalog)
     write_manifest(store, SigningKey.generate(), TrustSet.of(key.public))
 
-    with pytest.raises(UnknownKeyError):
+    with pytest.raises(UnknownKeyError) as raised:
         load_with_manifest(store, TrustSet.of(key.public))
+    assert raised.value.code == "unknown_key"
 
 
 @pytest.mark.promise("P-SIG-7")

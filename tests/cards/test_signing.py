@@ -76,7 +76,7 @@ def test_changing_any_signed_field_fails_verification(
 
     with pytest.raises(SignatureError) as raised:
         verify_card(tampered, TrustSet.of(key.public), expected_server=tampered.server)
-    assert raised.value.code in ("bad_signature", "card_server_mismatch")
+    assert raised.value.code == "bad_signature"
 
 
 @pytest.mark.promise("P-SIG-3")
@@ -94,8 +94,9 @@ def test_flipping_any_single_bit_of_the_signature_fails(catalog: Catalog) -> Non
                 )
             }
         )
-        with pytest.raises(SignatureError):
+        with pytest.raises(SignatureError) as raised:
             verify_card(bad, TrustSet.of(key.public), expected_server="files")
+        assert raised.value.code == "bad_signature"
 
 
 @pytest.mark.promise("P-SIG-5")
@@ -135,8 +136,9 @@ def test_renaming_a_tool_inside_a_signed_card_is_rejected(catalog: Catalog) -> N
     card = sign_card(files_body(catalog), key)
     renamed = with_body_change(card, ["tools", 0, "name"], "delete_everything")
 
-    with pytest.raises(SignatureError):
+    with pytest.raises(SignatureError) as raised:
         verify_card(renamed, TrustSet.of(key.public), expected_server="files")
+    assert raised.value.code == "bad_signature"
 
 
 @pytest.mark.promise("P-SIG-6")
@@ -226,8 +228,9 @@ def test_during_rotation_old_and_new_keys_both_verify_and_revocation_ends_it(
         verify_card(card, load_trust(path), expected_server="files")
 
     save_trust(load_trust(path).revoke(old.key_id), path)
-    with pytest.raises(RevokedKeyError):
+    with pytest.raises(RevokedKeyError) as raised:
         verify_card(old_card, load_trust(path), expected_server="files")
+    assert raised.value.code == "revoked_key"
     verify_card(new_card, load_trust(path), expected_server="files")
 
 
@@ -307,4 +310,4 @@ def test_a_card_file_the_model_would_coerce_is_refused_at_parse(
 
     with pytest.raises(CardFormatError) as raised:
         parse_card(json.dumps(raw).encode())
-    assert raised.value.code in ("card_not_canonical", "card_shape")
+    assert raised.value.code == "card_not_canonical"

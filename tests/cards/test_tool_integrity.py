@@ -81,8 +81,9 @@ def test_a_mutated_in_memory_card_is_refused_before_a_call_serves_it(
     with pytest.raises(SignatureError) as raised:
         cards.ensure_tool_intact(server, tool)
     assert raised.value.code == "card_not_intact"
-    with pytest.raises(SignatureError):
+    with pytest.raises(SignatureError) as raised:
         cards.ensure_intact(server)
+    assert raised.value.code == "card_not_intact"
 
 
 def test_a_tool_added_after_verification_is_refused(catalog: Catalog) -> None:
@@ -133,10 +134,12 @@ def test_a_subset_still_refuses_a_card_mutated_after_verification(
 
     mutate(subset)
 
-    with pytest.raises(SignatureError):
+    with pytest.raises(SignatureError) as raised:
         subset.ensure_tool_intact(server, tool)
-    with pytest.raises(SignatureError):
+    assert raised.value.code == "card_not_intact"
+    with pytest.raises(SignatureError) as raised:
         subset.ensure_intact(server)
+    assert raised.value.code == "card_not_intact"
 
 
 def test_taking_a_subset_recomputes_no_digest_or_fingerprint(

@@ -38,8 +38,9 @@ def test_breaker_lets_exactly_one_probe_through_after_cooldown() -> None:
     breaker.record_failure()
     clock.now += 5.0
     breaker.before_call()  # the probe
-    with pytest.raises(CircuitOpen):
+    with pytest.raises(CircuitOpen) as raised:
         breaker.before_call()  # a second caller while the probe runs
+    assert raised.value.code == "circuit_open"
     breaker.record_success()
     assert breaker.state == "closed"
     breaker.before_call()

@@ -56,8 +56,9 @@ def test_missing_or_wrong_tokens_are_refused_and_never_echoed() -> None:
     with pytest.raises(PolicyError) as denied:
         authority.authorize("alice", "beta", "call")
     assert denied.value.code == "catalog_forbidden"
-    with pytest.raises(AuthenticationError):
+    with pytest.raises(AuthenticationError) as raised:
         authority.authorize(None, "alpha", "call")
+    assert raised.value.code == "unauthenticated"
 
 
 @pytest.mark.promise("P-AUTH-2")

@@ -66,8 +66,9 @@ def test_a_catalog_named_routed_is_refused_while_routing_is_on() -> None:
         _config(CatalogConfig(name="routed"), mode="routed")
     assert caught.value.code == "catalog_name_reserved"
     config = _config(CatalogConfig(name="routed"), CatalogConfig(name="dev"))
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError) as raised:
         resolve_catalogs(config, resolve_mount_mode(None, config, {MOUNT_MODE_ENV: "routed"}))
+    assert raised.value.code == "catalog_name_reserved"
     assert [c.name for c in resolve_catalogs(config, "per-catalog")] == ["routed", "dev"]
 
 

@@ -60,6 +60,7 @@ def test_a_catalog_with_colliding_server_names_is_rejected() -> None:
     catalog = Catalog(servers=(ServerDef(name="my-server"), ServerDef(name="My_Server")))
     with pytest.raises(NameCollisionError) as caught:
         check_catalog_names(catalog)
+    assert caught.value.code == "name_collision"
     assert "'my-server'" in caught.value.message and "'My_Server'" in caught.value.message
 
 
