@@ -22,7 +22,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -53,7 +53,7 @@ MAX_SESSIONS: Final = 4096
 PRUNE_EVERY: Final = 256
 _RECENT_VECTORS: Final = 256
 
-Digests = dict[str, dict[str, str]]
+Digests = Mapping[str, Mapping[str, str]]
 
 
 @dataclass
@@ -87,7 +87,7 @@ class CatalogLearning:
         self._clock = clock
         self._lock = threading.Lock()
         self._learner = Learner(embedder.dim, self.params)
-        self._digests: Digests = {}
+        self._digests: Digests = CardDigests(VerifiedCards())
         self._sessions: OrderedDict[str, _OpenTask] = OrderedDict()
         self._recent: OrderedDict[str, Vectors] = OrderedDict()
         self._positions: tuple[Callable[[], object], dict[ToolKey, int]] = (_gone, {})
@@ -218,9 +218,41 @@ def _gone() -> None:
     return None
 
 
-def card_digests(cards: VerifiedCards) -> Digests:
+def card_digests(cards: VerifiedCards) -> CardDigests:
     """server → tool → fingerprint of its verified card entry: the key of its evidence."""
-    return {
-        server: {tool.name: fingerprint(tool) for tool in cards[server].body.tools}
-        for server in cards
-    }
+    return CardDigests(cards)
+
+
+class CardDigests(Mapping[str, Mapping[str, str]]):
+    """:func:`card_digests`, computed per server on first look-up.
+
+    Only servers with logged evidence or a call are ever looked up, so cards
+    pinned by the manifest and never answered stay unparsed (at 100k tools,
+    fingerprinting every tool at start-up parsed every card). Two of these
+    are equal when their cards' verified body digests are: each tool's entry
+    is part of its card's body.
+    """
+
+    def __init__(self, cards: VerifiedCards) -> None:
+        self._cards = cards
+        self._bodies = {server: cards.digest(server) for server in cards}
+        self._tools: dict[str, dict[str, str]] = {}
+
+    def __getitem__(self, server: str) -> Mapping[str, str]:
+        if server not in self._tools:
+            if server not in self._bodies:
+                raise KeyError(server)
+            tools = self._cards[server].body.tools
+            self._tools[server] = {tool.name: fingerprint(tool) for tool in tools}
+        return self._tools[server]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._bodies)
+
+    def __len__(self) -> int:
+        return len(self._bodies)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CardDigests):
+            return self._bodies == other._bodies
+        return super().__eq__(other)
