@@ -20,6 +20,7 @@ from cartograph.cards.model import (
     Signature,
     ToolCard,
 )
+from cartograph.cards.verified import VerifiedCards
 
 __all__ = [
     "Capability",
@@ -30,4 +31,5 @@ __all__ = [
     "Provenance",
     "Signature",
     "ToolCard",
+    "VerifiedCards",
 ]

@@ -1,5 +1,6 @@
 """Configuration: the TOML file, the standard ``mcpServers`` JSON, typed models."""
 
+from cartograph.config.loader import load_config
 from cartograph.config.model import (
     CatalogConfig,
     CatalogPolicy,
@@ -7,4 +8,4 @@ from cartograph.config.model import (
     ServerConfig,
 )
 
-__all__ = ["CatalogConfig", "CatalogPolicy", "Config", "ServerConfig"]
+__all__ = ["CatalogConfig", "CatalogPolicy", "Config", "ServerConfig", "load_config"]

@@ -5,9 +5,9 @@
 :func:`load_catalog_for` is how every command reads the federation (a
 ``catalog.json`` snapshot when one is given, live servers otherwise).
 
-The names are resolved on first use (PEP 562): the config loader imports
-:mod:`cartograph.upstream.names`, and importing this package must not pull in
-the MCP SDK for commands that never talk to an upstream (issue 12).
+The names are resolved on first use (PEP 562): importing a light submodule
+(:mod:`cartograph.upstream.names`) must not pull in the MCP SDK for commands
+that never talk to an upstream (issue 12).
 """
 
 from __future__ import annotations
