@@ -23,6 +23,7 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   └── PersistedIndexError     the persisted serving index differs from its own record
     ├── UpstreamError               talking to an upstream MCP server failed
     │   ├── UpstreamUnavailable     could not start or connect
+    │   │   └── OAuthLoginRequired  an OAuth upstream has no usable token: `cartograph auth login`
     │   ├── UpstreamTimeout         deadline passed
     │   ├── UpstreamProtocolError   malformed or unexpected reply
     │   ├── CircuitOpen             breaker open; fail fast with retry-after
@@ -129,6 +130,12 @@ class UpstreamError(CartographError):
 
 class UpstreamUnavailable(UpstreamError):
     code = "upstream_unavailable"
+
+
+class OAuthLoginRequired(UpstreamUnavailable):
+    """No usable OAuth token and no person to ask: run `cartograph auth login SERVER`."""
+
+    code = "oauth_login_required"
 
 
 class UpstreamTimeout(UpstreamError):

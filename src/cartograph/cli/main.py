@@ -21,6 +21,7 @@ EXIT_CARTOGRAPH_ERROR: Final = 2
 
 # Command modules, each registering its commands on import (keep sorted).
 COMMAND_MODULES: Final[tuple[str, ...]] = (
+    "auth",
     "cards",
     "demo",
     "federation",

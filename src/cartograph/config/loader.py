@@ -102,6 +102,7 @@ def build_config(raw: dict[str, Any], *, source: Path, environ: Mapping[str, str
     _check_server_names(entries)
     servers = tuple(_server(e, defaults, environ) for e in entries)
     config = _validate(Config, {**body, "servers": servers, "source": source}, where=str(source))
+    config = _with_oauth_stores(config)
     return _resolve_paths(config, source.parent, where=str(source))
 
 
@@ -222,6 +223,7 @@ def _server(entry: _Entry, defaults: dict[str, Any], environ: Mapping[str, str])
     body = _expand_server(body, entry, environ)
     body.setdefault("transport", _infer_transport(body))
     _check_endpoint(body, entry)
+    _check_auth(body, entry)
     body = _server_paths(body, entry.file.parent, entry)
     return _validate(ServerConfig, {**body, "name": entry.name}, where=entry.where)
 
@@ -253,6 +255,37 @@ def _infer_transport(body: dict[str, Any]) -> str:
     if body.get("command") is None and isinstance(url, str):
         return "sse" if url.rstrip("/").endswith("/sse") else "streamable-http"
     return "stdio"
+
+
+def _with_oauth_stores(config: Config) -> Config:
+    """Each OAuth server's token file, in the state directory unless the config names one."""
+    servers = tuple(
+        s.model_copy(
+            update={
+                "oauth": s.oauth.model_copy(update={"store": oauth_store(config.state_dir, s.name)})
+            }
+        )
+        if s.auth == "oauth" and s.oauth.store is None
+        else s
+        for s in config.servers
+    )
+    return config.model_copy(update={"servers": servers})
+
+
+def oauth_store(state_dir: Path, server: str) -> Path:
+    """``<state_dir>/oauth/<server>.json``: one file per server (names hold no ``/``)."""
+    return state_dir / "oauth" / f"{server}.json"
+
+
+def _check_auth(body: dict[str, Any], entry: _Entry) -> None:
+    if body.get("auth") == "oauth" and body.get("transport") not in _HTTP_TRANSPORTS:
+        raise ConfigError(
+            f"{entry.where}: key 'auth': OAuth is for HTTP servers (url = ...); a stdio "
+            "server takes its credentials from env",
+            code="oauth_needs_http",
+            server=entry.name,
+            key="auth",
+        )
 
 
 def _check_endpoint(body: dict[str, Any], entry: _Entry) -> None:

@@ -62,6 +62,26 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+DEFAULT_OAUTH_REDIRECT_PORT: Final = 33418
+"""The loopback port `cartograph auth login` listens on for the authorization redirect.
+
+Fixed by default: the redirect URI is registered with the authorization server once
+(dynamic client registration), so it must be the same at every login."""
+
+
+class OAuthConfig(_Section):
+    """Upstream OAuth 2.1 (authorization code + PKCE, dynamic client registration, refresh).
+
+    ``store`` is where the tokens and the client registration live (0600); the
+    loader fills in ``<state_dir>/oauth/<server>.json`` when it is not set.
+    """
+
+    scopes: tuple[str, ...] = ()
+    client_name: str = "Cartograph"
+    redirect_port: int = Field(default=DEFAULT_OAUTH_REDIRECT_PORT, ge=1, le=65535)
+    store: Path | None = None
+
+
 class ServerConfig(_Section):
     """One upstream MCP server.
 
@@ -88,6 +108,9 @@ class ServerConfig(_Section):
     protocol: Protocol = "auto"
     disabled_tools: tuple[str, ...] = ()
     """Tools never served nor callable (a client file's ``disabledTools``): deny rules."""
+    auth: Literal["oauth"] | None = None
+    """``"oauth"``: an HTTP upstream that needs OAuth 2.1 (`cartograph auth login NAME` once)."""
+    oauth: OAuthConfig = Field(default_factory=OAuthConfig)
 
 
 class LLMGeneratorConfig(_Section):

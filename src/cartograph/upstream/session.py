@@ -29,6 +29,7 @@ from contextlib import AsyncExitStack
 from typing import Any, Final, Protocol, TextIO, TypeVar
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client._transport import Transport
@@ -106,6 +107,7 @@ class UpstreamSession:
         self._owner: asyncio.Task[None] | None = None
         self._callbacks: list[ToolsChangedCallback] = []
         self._content_callbacks: list[ContentChangedCallback] = []
+        self._auth: httpx2.Auth | None = None
         self._stderr: TextIO | None = None
         self.last_error: UpstreamError | None = None
 
@@ -113,12 +115,17 @@ class UpstreamSession:
 
     @classmethod
     async def open(
-        cls, cfg: ServerConfig, *, target: InProcessTarget | Transport | None = None
+        cls,
+        cfg: ServerConfig,
+        *,
+        target: InProcessTarget | Transport | None = None,
+        auth: httpx2.Auth | None = None,
     ) -> UpstreamSession:
         """Connect and negotiate within ``cfg.connect_timeout``.
 
         ``target`` replaces the transport built from ``cfg`` (tests run a
-        low-level ``Server`` in process this way).
+        low-level ``Server`` in process this way); ``auth`` replaces the HTTP
+        auth ``cfg`` implies (``auth login`` passes its interactive OAuth flow).
 
         Raises:
             UpstreamUnavailable: the server could not be started or reached,
@@ -127,6 +134,7 @@ class UpstreamSession:
             UpstreamProtocolError: the server answered the handshake wrongly.
         """
         session = cls(cfg)
+        session._auth = auth
         await session._start(target)
         return session
 
@@ -201,7 +209,7 @@ class UpstreamSession:
                     mode="w+", encoding="utf-8", errors="replace"
                 )
                 weakref.finalize(self, _close_quietly, self._stderr)
-            target = await build_transport(self.cfg, stack, stderr=self._stderr)
+            target = await build_transport(self.cfg, stack, stderr=self._stderr, auth=self._auth)
         client = Client(
             target,
             mode=self.cfg.protocol,

@@ -30,14 +30,26 @@ SHEBANG_PROBE_BYTES: Final = 256
 
 
 async def build_transport(
-    cfg: ServerConfig, stack: AsyncExitStack, *, stderr: TextIO | None
+    cfg: ServerConfig,
+    stack: AsyncExitStack,
+    *,
+    stderr: TextIO | None,
+    auth: httpx2.Auth | None = None,
 ) -> Transport:
-    """A not-yet-entered transport for ``cfg``; resources it needs go on ``stack``."""
+    """A not-yet-entered transport for ``cfg``; resources it needs go on ``stack``.
+
+    An ``auth = "oauth"`` server gets the SDK's OAuth provider over its token
+    file (``upstream/oauth.py``) unless ``auth`` is given.
+    """
     if cfg.transport == "stdio":
         return _stdio(cfg, stderr)
+    if auth is None and cfg.auth == "oauth":
+        from cartograph.upstream.oauth import oauth_auth
+
+        auth = oauth_auth(cfg)
     if cfg.transport == "sse":
-        return _sse(cfg)
-    return await _streamable_http(cfg, stack)
+        return _sse(cfg, auth)
+    return await _streamable_http(cfg, stack, auth)
 
 
 def _stdio(cfg: ServerConfig, stderr: TextIO | None) -> Transport:
@@ -50,21 +62,26 @@ def _stdio(cfg: ServerConfig, stderr: TextIO | None) -> Transport:
     return stdio_client(params, errlog=stderr)
 
 
-async def _streamable_http(cfg: ServerConfig, stack: AsyncExitStack) -> Transport:
+async def _streamable_http(
+    cfg: ServerConfig, stack: AsyncExitStack, auth: httpx2.Auth | None
+) -> Transport:
     assert cfg.url is not None  # the loader guarantees a URL for HTTP transports
     timeout = httpx2.Timeout(cfg.connect_timeout, read=HTTP_READ_TIMEOUT)
-    http_client = create_mcp_http_client(headers=dict(cfg.headers) or None, timeout=timeout)
+    http_client = create_mcp_http_client(
+        headers=dict(cfg.headers) or None, timeout=timeout, auth=auth
+    )
     await stack.enter_async_context(http_client)
     return streamable_http_client(cfg.url, http_client=http_client)
 
 
-def _sse(cfg: ServerConfig) -> Transport:
+def _sse(cfg: ServerConfig, auth: httpx2.Auth | None) -> Transport:
     assert cfg.url is not None
     return sse_client(
         cfg.url,
         headers=dict(cfg.headers) or None,
         timeout=cfg.connect_timeout,
         sse_read_timeout=HTTP_READ_TIMEOUT,
+        auth=auth,
     )
 
 

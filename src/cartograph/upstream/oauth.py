@@ -1,0 +1,321 @@
+"""Upstream OAuth 2.1 for HTTP servers: the SDK's client provider over a private token file.
+
+A server configured with ``auth = "oauth"`` gets the official SDK's
+:class:`~mcp.client.auth.OAuthClientProvider` as its HTTP client's auth:
+protected-resource and authorization-server metadata discovery, dynamic
+client registration, authorization code with PKCE, and refresh are the
+SDK's. What Cartograph adds:
+
+* :class:`TokenFile`, the SDK's ``TokenStorage`` over one JSON file per server
+  in the state directory (0600, written atomically, never logged), which also
+  keeps the access token's absolute expiry — the SDK keeps it only in memory,
+  so without it a restarted proxy would send an expired token, get a 401 and
+  need a browser instead of refreshing;
+* :func:`login`, the one interactive step (``cartograph auth login SERVER``):
+  it prints the authorization URL (and opens a browser unless told not to),
+  receives the redirect on a loopback port, and lets the SDK finish the
+  exchange; ``serve`` never opens a browser and instead refuses with
+  ``oauth_login_required`` naming that command.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import webbrowser
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Final, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import httpx2
+from anyio.abc import SocketStream
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from pydantic import AnyUrl, BaseModel, ValidationError
+
+from cartograph.config.model import ServerConfig
+from cartograph.errors import ConfigError, OAuthLoginRequired
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_text
+
+logger = logging.getLogger(__name__)
+
+CALLBACK_PATH: Final = "/callback"
+LOGIN_TIMEOUT: Final = 300.0
+"""How long `auth login` waits for the browser to come back to the loopback port."""
+MAX_CALLBACK_BYTES: Final = 16 * 1024
+
+Announce = Callable[[str], None]
+"""Shows the operator a line (the authorization URL); never given a token."""
+
+
+def redirect_uri(cfg: ServerConfig) -> str:
+    return f"http://127.0.0.1:{cfg.oauth.redirect_port}{CALLBACK_PATH}"
+
+
+def store_path(cfg: ServerConfig) -> Path:
+    if cfg.oauth.store is None:
+        raise ConfigError(
+            f"server {cfg.name!r}: auth = 'oauth' needs a token store; load the config from "
+            "a file (the loader puts it in the state directory) or set oauth.store",
+            code="oauth_no_store",
+            server=cfg.name,
+        )
+    return cfg.oauth.store
+
+
+class TokenFile:
+    """The SDK's ``TokenStorage`` over one private JSON file (tokens, expiry, registration)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> dict[str, Any]:
+        if not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"{self.path}: the OAuth token file is unreadable ({type(exc).__name__}); "
+                "delete it and run `cartograph auth login` again",
+                code="oauth_store_corrupt",
+                file=str(self.path),
+            ) from None
+        return data if isinstance(data, dict) else {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        atomic_write_text(self.path, json.dumps(data, indent=2), mode=PRIVATE_FILE_MODE)
+
+    def expires_at(self) -> float | None:
+        value = self.read().get("expires_at")
+        return float(value) if isinstance(value, int | float) else None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        raw = self.read().get("tokens")
+        return _parsed(OAuthToken, raw, self.path)
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        data = self.read()
+        data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
+        data["expires_at"] = time.time() + tokens.expires_in if tokens.expires_in else None
+        self._write(data)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        raw = self.read().get("client")
+        return _parsed(OAuthClientInformationFull, raw, self.path)
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        data = self.read()
+        data["client"] = client_info.model_dump(mode="json", exclude_none=True)
+        self._write(data)
+
+    def forget_client(self) -> None:
+        """Drop the registration (and its tokens): the next login registers afresh."""
+        if self.path.exists():
+            self._write({})
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _parsed(model: type[_M], raw: Any, path: Path) -> _M | None:
+    if raw is None:
+        return None
+    try:
+        return model.model_validate(raw)
+    except ValidationError:
+        raise ConfigError(
+            f"{path}: the OAuth token file does not hold what Cartograph wrote; delete it "
+            "and run `cartograph auth login` again",
+            code="oauth_store_corrupt",
+            file=str(path),
+        ) from None
+
+
+class _Provider(OAuthClientProvider):
+    """The SDK's provider, with the access token's expiry restored from the token file."""
+
+    def __init__(self, store: TokenFile, **options: Any) -> None:
+        super().__init__(storage=store, **options)
+        self._store = store
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        # The SDK keeps a token's expiry only in memory: restore it, so an expired token is
+        # refreshed before it is sent instead of drawing a 401 (and a browser login).
+        self.context.token_expiry_time = self._store.expires_at()
+
+
+def client_metadata(cfg: ServerConfig) -> OAuthClientMetadata:
+    """What dynamic client registration asks for: a public client on a loopback redirect."""
+    return OAuthClientMetadata(
+        client_name=cfg.oauth.client_name,
+        redirect_uris=[AnyUrl(redirect_uri(cfg))],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",  # noqa: S106 - a public client: PKCE, no secret
+        scope=" ".join(cfg.oauth.scopes) or None,
+    )
+
+
+def oauth_auth(
+    cfg: ServerConfig,
+    *,
+    redirect: Callable[[str], Awaitable[None]] | None = None,
+    callback: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
+) -> httpx2.Auth:
+    """The httpx auth for ``cfg``; without ``redirect`` (serving) a needed login is refused.
+
+    Serving with no stored token is refused before any request, so ``serve``
+    never registers a client it cannot use.
+    """
+    assert cfg.url is not None
+    store = TokenFile(store_path(cfg))
+    if redirect is None and not store.read().get("tokens"):
+        raise _login_required(cfg)
+
+    async def needs_login(_url: str) -> None:
+        raise _login_required(cfg)
+
+    async def no_callback() -> AuthorizationCodeResult:
+        raise _login_required(cfg)
+
+    return _Provider(
+        store,
+        server_url=cfg.url,
+        client_metadata=client_metadata(cfg),
+        redirect_handler=redirect or needs_login,
+        callback_handler=callback or no_callback,
+    )
+
+
+def _login_required(cfg: ServerConfig) -> OAuthLoginRequired:
+    return OAuthLoginRequired(
+        f"upstream {cfg.name!r} needs an OAuth login: run `cartograph auth login {cfg.name}`",
+        server=cfg.name,
+    )
+
+
+# -- `cartograph auth login` ------------------------------------------------------------
+
+
+async def login(cfg: ServerConfig, *, announce: Announce, open_browser: bool = True) -> None:
+    """Run the browser flow once: registration, consent, code exchange; tokens to the store.
+
+    The loopback listener is up before the URL is shown, so the redirect cannot
+    arrive too early. Raises :class:`UpstreamError` when the flow fails.
+    """
+    from cartograph.upstream.session import UpstreamSession
+
+    store = TokenFile(store_path(cfg))
+    _drop_stale_registration(store, cfg)
+    received: list[AuthorizationCodeResult] = []
+    arrived = anyio.Event()
+
+    async def redirect(url: str) -> None:
+        announce(url)
+        if open_browser:
+            webbrowser.open(url)
+
+    async def callback() -> AuthorizationCodeResult:
+        with anyio.fail_after(LOGIN_TIMEOUT):
+            await arrived.wait()
+        return received[0]
+
+    async def on_code(result: AuthorizationCodeResult) -> None:
+        received.append(result)
+        arrived.set()
+
+    listener = await anyio.create_tcp_listener(
+        local_host="127.0.0.1", local_port=cfg.oauth.redirect_port
+    )
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, _callback_handler(on_code))
+        auth = oauth_auth(cfg, redirect=redirect, callback=callback)
+        session = await UpstreamSession.open(
+            cfg.model_copy(update={"connect_timeout": LOGIN_TIMEOUT}), auth=auth
+        )
+        try:
+            await session.list_tools()
+        finally:
+            await session.aclose()
+        group.cancel_scope.cancel()
+
+
+def _drop_stale_registration(store: TokenFile, cfg: ServerConfig) -> None:
+    """A registration for another redirect URI (the port changed) cannot be used: re-register."""
+    client = store.read().get("client")
+    if isinstance(client, dict) and redirect_uri(cfg) not in (client.get("redirect_uris") or []):
+        store.forget_client()
+
+
+def _callback_handler(
+    on_code: Callable[[AuthorizationCodeResult], Awaitable[None]],
+) -> Callable[[SocketStream], Awaitable[None]]:
+    """A one-route HTTP server for the redirect: ``GET /callback?code=…&state=…``."""
+
+    async def handle(stream: SocketStream) -> None:
+        async with stream:
+            head = b""
+            with anyio.move_on_after(10):
+                while b"\r\n\r\n" not in head and len(head) < MAX_CALLBACK_BYTES:
+                    chunk = await stream.receive(4096)
+                    if not chunk:
+                        break
+                    head += chunk
+            result = _parse_callback(head)
+            body = (
+                "Cartograph: authorized. You can close this window."
+                if result is not None
+                else "Cartograph: this is not an authorization redirect."
+            )
+            status = "200 OK" if result is not None else "400 Bad Request"
+            await stream.send(
+                f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                f"Content-Length: {len(body.encode())}\r\nConnection: close\r\n\r\n{body}".encode()
+            )
+            if result is not None:
+                await on_code(result)
+
+    return handle
+
+
+def _parse_callback(head: bytes) -> AuthorizationCodeResult | None:
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = line.split(" ")
+    if len(parts) != 3 or parts[0] != "GET":
+        return None
+    target = urlsplit(parts[1])
+    query = parse_qs(target.query)
+    if target.path != CALLBACK_PATH or "code" not in query:
+        return None
+    return AuthorizationCodeResult(
+        code=query["code"][0],
+        state=query.get("state", [None])[0],
+        iss=query.get("iss", [None])[0],
+    )
+
+
+def token_status(cfg: ServerConfig) -> dict[str, Any]:
+    """What `auth status` shows: whether a token is stored and when it expires; no values."""
+    data = TokenFile(store_path(cfg)).read()
+    tokens = data.get("tokens") or {}
+    expires_at = data.get("expires_at")
+    return {
+        "server": cfg.name,
+        "logged_in": bool(tokens.get("access_token")),
+        "refreshable": bool(tokens.get("refresh_token")),
+        "expires_in": round(expires_at - time.time())
+        if isinstance(expires_at, int | float)
+        else None,
+        "registered": bool(data.get("client")),
+        "store": str(store_path(cfg)),
+    }
