@@ -70,8 +70,8 @@ def login(
     no_browser: NoBrowserOption = False,
 ) -> None:
     """Authorize Cartograph at SERVER once (browser flow); tokens go to the state directory."""
-    from cartograph.upstream.oauth import login as run_login
     from cartograph.upstream.oauth import redirect_uri
+    from cartograph.upstream.oauth_login import login as run_login
 
     cfg = oauth_server(_config(config), server)
 
