@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from cartograph.server.auth import TokenAuthority
 from tests.http.support import INIT_BODY, MCP_HEADERS, assemble, http_client, serving
 
 THREE = ("alpha", "beta", "gamma")
+OTHER = {"command": sys.executable, "args": ["-V"]}  # a server doctor finds startable
 runner = CliRunner()
 
 
@@ -38,7 +40,7 @@ def test_connect_doctor_and_a_mode_switch_reported_not_healed(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     client_file = tmp_path / ".mcp.json"
-    client_file.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}))
+    client_file.write_text(json.dumps({"mcpServers": {"other": OTHER}}))
 
     with serving(assemble(THREE).app) as base:
         port = int(base.rsplit(":", 1)[1])
@@ -54,7 +56,7 @@ def test_connect_doctor_and_a_mode_switch_reported_not_healed(
             "cartograph-beta",
             "cartograph-gamma",
         }
-        recorded = json.loads((tmp_path / PROJECT_FILE).read_text())
+        recorded = json.loads((tmp_path / PROJECT_FILE).read_text())["connections"][0]
         assert recorded["server_mount_mode"] == "per-catalog"
         assert recorded["server_routed_path"] is None
 
@@ -87,10 +89,10 @@ def test_connect_doctor_and_a_mode_switch_reported_not_healed(
         )
         assert code == 0, out
         assert _entries(client_file) == {
-            "other": {"command": "x"},
+            "other": OTHER,
             "cartograph": {"type": "http", "url": f"{base}/mcp/routed"},
         }
-        recorded = json.loads((tmp_path / PROJECT_FILE).read_text())
+        recorded = json.loads((tmp_path / PROJECT_FILE).read_text())["connections"][0]
         assert (recorded["server_mount_mode"], recorded["server_routed_path"]) == (
             "routed",
             "/mcp/routed",

@@ -1,13 +1,16 @@
-"""The client side of an HTTP server: connect, doctor, client-status (D187).
+"""The client side: connect, doctor, client-status and bridge (D187).
 
-The client learns the server's shape from ``/health``, never assumes it: a
-routed server (``mount_mode: "routed"`` and ``routed_path``) gets ONE client
-entry; any other server gets one entry per catalog. What ``connect`` learned
-is recorded in a small project file (:data:`PROJECT_FILE`) so that ``doctor``
-can derive the expected entries offline and report what is missing or stale,
-and ``client-status`` can notice that the server's mount mode changed and
-name the reconnect command instead of healing silently (a mode switch changes
-the shape of every entry).
+``connect`` writes, for each client, the entry that client really accepts
+(:data:`cartograph.server.clients.DIALECTS`): for a running HTTP server the
+entries follow its ``/health`` — a routed server (``mount_mode: "routed"``
+and ``routed_path``) gets ONE entry, any other server one per catalog — and
+Claude Desktop gets a stdio ``cartograph bridge`` entry instead of a URL; for
+a config file, a stdio ``serve`` entry (one per catalog when there are two
+or more). Every connection is recorded in a small project file
+(:data:`PROJECT_FILE`), one record per client file, so ``doctor`` can check
+every connected client offline, and ``client-status`` can notice that the
+server's mount mode changed and name the reconnect command instead of
+healing silently (a mode switch changes the shape of every entry).
 """
 
 from __future__ import annotations
@@ -20,19 +23,19 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from cartograph.cli.app import JsonOption, app
-from cartograph.cli.output import print_json, print_table, stdout
-from cartograph.errors import ConfigError
+from cartograph.cli.app import ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.errors import CartographError, ConfigError
 from cartograph.fsutil import atomic_write_text
 from cartograph.server.clients import (
     ServerSpec,
     container_key,
     default_path,
     entry_for,
-    env_reference,
-    install_entries,
+    needs_bridge,
+    plan_edit,
     read_servers,
-    remove_entries,
+    write_client_text,
 )
 
 PROJECT_FILE: Final = ".cartograph-client.json"
@@ -66,57 +69,87 @@ class ServerShape:
 
 
 @dataclass
-class ProjectRecord:
-    """The project file: which server this project is wired to, and how."""
+class Connection:
+    """One client file wired to Cartograph: which entries it should hold, and why.
 
-    url: str
+    ``kind`` is ``http`` (``entries`` maps entry name → endpoint URL) or
+    ``stdio`` (entry name → catalog name, ``""`` for the only one).
+    """
+
     client: str
     client_config: str
     entry: str
-    server_mount_mode: str
-    server_routed_path: str | None
-    catalogs: list[str]
     entries: dict[str, str]
+    kind: str = "http"
+    url: str | None = None
+    config: str | None = None
+    server_mount_mode: str | None = None
+    server_routed_path: str | None = None
+    catalogs: list[str] = field(default_factory=list)
     # Set when the server requires a bearer token: the variable each entry's
-    # Authorization header names (the token's value is never written).
+    # Authorization header (or bridge) names; the token's value is never written.
     token_env: str | None = None
 
-    def spec(self, url: str) -> ServerSpec:
-        """The client entry for ``url``: with an Authorization placeholder when auth is on."""
-        return http_spec(self.client, url, self.token_env)
+    def spec(self, target: str) -> ServerSpec:
+        if self.kind == "stdio":
+            assert self.config is not None
+            return ServerSpec.stdio_for(Path(self.config), catalog=target or None)
+        return ServerSpec.http(target, self.token_env)
+
+    def reconnect_command(self) -> str:
+        source = f"--url {self.url}" if self.kind == "http" else f"--config {self.config}"
+        return f"cartograph connect {source} --client {self.client}"
+
+
+@dataclass
+class ProjectRecord:
+    """The project file: every client connected from this folder."""
+
+    connections: list[Connection] = field(default_factory=list)
 
     def save(self, path: Path) -> None:
-        atomic_write_text(path, json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
+        doc = {"connections": [asdict(c) for c in self.connections]}
+        atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+    def add(self, connection: Connection) -> None:
+        """Replace the record of the same client file, keep every other one."""
+        same = (connection.client, connection.client_config)
+        self.connections = [c for c in self.connections if (c.client, c.client_config) != same] + [
+            connection
+        ]
 
     @classmethod
     def load(cls, path: Path) -> ProjectRecord:
         if not path.exists():
             raise ConfigError(
-                f"{path} does not exist; run `cartograph connect --url URL --client CLIENT` first.",
+                f"{path} does not exist; run `cartograph connect --client CLIENT` first.",
                 code="no_client_project",
             )
         try:
-            return cls(**json.loads(path.read_text(encoding="utf-8")))
-        except (json.JSONDecodeError, TypeError) as exc:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            listed = doc.get("connections", [doc])  # or the older one-client format
+            return cls([Connection(**c) for c in listed])
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
             raise ConfigError(
                 f"{path} is not a Cartograph client record ({exc}); re-run connect.",
                 code="bad_client_project",
             ) from exc
 
-    def reconnect_command(self) -> str:
-        return f"cartograph connect --url {self.url} --client {self.client}"
+    @classmethod
+    def load_or_empty(cls, path: Path) -> ProjectRecord:
+        return cls.load(path) if path.exists() else cls()
 
 
 def fetch_health(url: str, *, token: str | None = None) -> dict[str, Any]:
     """GET ``<url>/health``; raises ConfigError when the server cannot be read."""
-    import httpx2
+    import httpx
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        response = httpx2.get(f"{url.rstrip('/')}/health", headers=headers, timeout=HEALTH_TIMEOUT)
+        response = httpx.get(f"{url.rstrip('/')}/health", headers=headers, timeout=HEALTH_TIMEOUT)
         response.raise_for_status()
         doc = response.json()
-    except (httpx2.HTTPError, ValueError) as exc:
+    except (httpx.HTTPError, ValueError) as exc:
         raise ConfigError(
             f"cannot read {url}/health: {exc}; is `cartograph serve --http` running?",
             code="health_unreachable",
@@ -124,13 +157,6 @@ def fetch_health(url: str, *, token: str | None = None) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ConfigError(f"{url}/health did not return an object.", code="health_shape")
     return doc
-
-
-def http_spec(client: str, url: str, token_env: str | None) -> ServerSpec:
-    """An HTTP entry; with ``token_env``, an ``Authorization`` header that names the variable."""
-    if token_env is None:
-        return ServerSpec.http(url)
-    return ServerSpec.http(url, {"Authorization": f"Bearer {env_reference(client, token_env)}"})
 
 
 def expected_entries(url: str, entry: str, shape: ServerShape) -> dict[str, str]:
@@ -149,105 +175,153 @@ def expected_entries(url: str, entry: str, shape: ServerShape) -> dict[str, str]
     return {f"{entry}-{name}": base + shape.catalog_paths[name] for name in shape.catalogs}
 
 
-def connect_http(
+def http_connection(
     url: str,
     client: str,
+    target: Path,
     *,
     entry: str = DEFAULT_ENTRY,
-    target: Path | None = None,
-    project_file: Path | None = None,
     token: str | None = None,
     token_env: str | None = None,
-    write: bool = True,
-) -> ProjectRecord:
-    """Write the entries ``/health`` calls for, drop ones an earlier shape left behind.
+) -> Connection:
+    """What to write for a running HTTP server, from its ``/health``.
 
-    ``write=False`` (``--print``) computes the same record and touches no file.
-
-    Against a server that requires auth, each entry carries an
-    ``Authorization: Bearer`` header naming ``token_env`` (default
-    :data:`DEFAULT_TOKEN_ENV`) for the client to expand: without it the
-    client's every request would be refused with 401.
+    Against a server that requires auth, each entry names ``token_env``
+    (default :data:`DEFAULT_TOKEN_ENV`) for the client to expand (or the
+    bridge to read): without it every request would be refused with 401.
     """
     shape = ServerShape.from_health(fetch_health(url, token=token))
-    wanted = expected_entries(url, entry, shape)
-    config_path = target or default_path(client)
-    project = project_file or Path(PROJECT_FILE)
-    previous = ProjectRecord.load(project).entries if project.exists() else {}
-    variable = (token_env or DEFAULT_TOKEN_ENV) if shape.auth else None
-    record = ProjectRecord(
-        url=url.rstrip("/"),
+    return Connection(
         client=client,
-        client_config=str(config_path),
+        client_config=str(target),
         entry=entry,
+        entries=expected_entries(url, entry, shape),
+        url=url.rstrip("/"),
         server_mount_mode=shape.mount_mode,
         server_routed_path=shape.routed_path,
         catalogs=list(shape.catalogs),
-        entries=wanted,
-        token_env=variable,
+        token_env=(token_env or DEFAULT_TOKEN_ENV) if shape.auth else None,
     )
-    if not write:
-        return record
-    specs = {n: http_spec(client, u, variable) for n, u in wanted.items()}
-    install_entries(client, specs, path=config_path)
-    remove_entries(client, config_path, set(previous) - set(wanted))
-    record.save(project)
-    return record
+
+
+def stdio_connection(config_file: Path, client: str, target: Path, entry: str) -> Connection:
+    """A stdio ``serve`` entry; one per catalog (``--catalog-name``) when there are several."""
+    from cartograph.config.catalogs import resolve_catalogs
+    from cartograph.config.loader import load_config
+
+    config = load_config(config_file)  # an entry pointing at a broken config would never start
+    names = [c.name for c in resolve_catalogs(config, "per-catalog")]
+    entries = {entry: ""} if len(names) == 1 else {f"{entry}-{n}": n for n in names}
+    return Connection(
+        client=client,
+        client_config=str(target),
+        entry=entry,
+        entries=entries,
+        kind="stdio",
+        config=str(config_file),
+        catalogs=names,
+    )
+
+
+def connection_edit(connection: Connection) -> tuple[str, str, list[str]]:
+    """The client file's text before and after, and the stale Cartograph entries removed.
+
+    Stale: any Cartograph entry under this entry name that the connection does
+    not call for (an older shape's, whether or not it was ever recorded).
+    """
+    from cartograph.config.mcp_json import is_cartograph_entry
+
+    path = Path(connection.client_config)
+    present = read_servers(connection.client, path)
+    stale = [
+        name
+        for name, body in present.items()
+        if name not in connection.entries
+        and (name == connection.entry or name.startswith(f"{connection.entry}-"))
+        and is_cartograph_entry(name, body)
+    ]
+    specs = {n: connection.spec(t) for n, t in connection.entries.items()}
+    old, new = plan_edit(connection.client, path, specs, remove=stale)
+    return old, new, stale
+
+
+# -- doctor ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Finding:
+    client: str
     entry: str
-    problem: str  # ok | missing | stale | orphan
+    problem: str  # ok | missing | stale | orphan | invalid | unreadable
     detail: str
 
 
-def doctor_findings(record: ProjectRecord) -> list[Finding]:
-    """Offline: the entries the record calls for against the client's file."""
-    shape = ServerShape(
-        record.server_mount_mode,
-        record.server_routed_path,
-        tuple(record.catalogs),
-        {c: f"/mcp/{c}" for c in record.catalogs},
-    )
-    wanted = expected_entries(record.url, record.entry, shape)
-    present = _client_entries(record.client, Path(record.client_config))
-    findings: list[Finding] = []
-    for name, url in wanted.items():
+def doctor_findings(connection: Connection) -> list[Finding]:
+    """Offline: the file parses, every entry is one the client accepts, ours are current."""
+    from cartograph.server.client_check import entry_problems
+
+    path = Path(connection.client_config)
+    client = connection.client
+
+    def finding(entry: str, problem: str, detail: str) -> Finding:
+        return Finding(client, entry, problem, detail)
+
+    try:
+        present = read_servers(client, path) if path.exists() else {}
+    except CartographError as exc:
+        return [finding("*", "unreadable", exc.message)]
+    found: list[Finding] = []
+    for name, target in connection.entries.items():
+        expected = entry_for(client, connection.spec(target))
         if name not in present:
-            findings.append(Finding(name, "missing", f"expected {url}"))
-        elif present[name] != entry_for(record.client, record.spec(url)):
-            findings.append(Finding(name, "stale", f"expected {url}, found {present[name]}"))
+            found.append(finding(name, "missing", f"expected {_describe(expected)} in {path}"))
+            continue
+        problems = entry_problems(client, present[name], cwd=path.parent)
+        if problems:
+            found.append(finding(name, "invalid", "; ".join(problems)))
+        elif present[name] != expected:
+            detail = f"expected {_describe(expected)}, found {_describe(present[name])}"
+            found.append(
+                finding(name, "stale", f"{detail}; run `{connection.reconnect_command()}`")
+            )
         else:
-            findings.append(Finding(name, "ok", url))
-    for name in sorted(set(present) - set(wanted)):
-        if name == record.entry or name.startswith(f"{record.entry}-"):
-            findings.append(Finding(name, "orphan", "left by another server shape; re-run connect"))
-    return findings
+            found.append(finding(name, "ok", _describe(expected)))
+    for name in sorted(set(present) - set(connection.entries)):
+        if name == connection.entry or name.startswith(f"{connection.entry}-"):
+            detail = f"left by another server shape; run `{connection.reconnect_command()}`"
+            found.append(finding(name, "orphan", detail))
+            continue
+        problems = entry_problems(client, present[name], cwd=path.parent)
+        found.append(finding(name, "invalid" if problems else "ok", "; ".join(problems) or "-"))
+    return found
 
 
-def _client_entries(client: str, path: Path) -> dict[str, Any]:
-    return read_servers(client, path) if path.exists() else {}
+def _describe(entry: Any) -> str:
+    if isinstance(entry, dict) and "url" in entry:
+        return str(entry["url"])
+    if isinstance(entry, dict) and "command" in entry:
+        return " ".join([str(entry["command"]), *map(str, entry.get("args") or [])])
+    return json.dumps(entry)
 
 
-def mode_change(record: ProjectRecord, health: dict[str, Any]) -> str | None:
+def mode_change(connection: Connection, health: dict[str, Any]) -> str | None:
     """A message when the live server's shape differs from the recorded one, else None."""
     shape = ServerShape.from_health(health)
-    if shape.mount_mode != record.server_mount_mode:
+    if shape.mount_mode != connection.server_mount_mode:
         return (
-            f"mount mode changed: {record.server_mount_mode} -> {shape.mount_mode}; "
-            f"run `{record.reconnect_command()}` to rewrite the client entries"
+            f"mount mode changed: {connection.server_mount_mode} -> {shape.mount_mode}; "
+            f"run `{connection.reconnect_command()}` to rewrite the client entries"
         )
-    if shape.routed_path != record.server_routed_path:
+    if shape.routed_path != connection.server_routed_path:
         return (
-            f"routed path changed: {record.server_routed_path} -> {shape.routed_path}; "
-            f"run `{record.reconnect_command()}`"
+            f"routed path changed: {connection.server_routed_path} -> {shape.routed_path}; "
+            f"run `{connection.reconnect_command()}`"
         )
     return None
 
 
 ProjectOption = Annotated[
-    Path, typer.Option("--project-file", help="Where connect records the server's shape.")
+    Path, typer.Option("--project-file", help="Where connect records the connections.")
 ]
 TokenEnvOption = Annotated[
     str | None,
@@ -264,16 +338,16 @@ def doctor(
     project_file: ProjectOption = Path(PROJECT_FILE),
     as_json: JsonOption = False,
 ) -> None:
-    """Offline: are this project's client entries the ones the recorded server calls for?"""
+    """Offline: is every connected client's file valid, and are its entries the current ones?"""
     record = ProjectRecord.load(project_file)
-    findings = doctor_findings(record)
+    findings = [f for c in record.connections for f in doctor_findings(c)]
     if as_json:
         print_json([asdict(f) for f in findings])
     else:
         print_table(
-            f"{record.client} entries for {record.url} ({record.server_mount_mode})",
-            ("entry", "state", "detail"),
-            [(f.entry, f.problem, f.detail) for f in findings],
+            f"client entries ({len(record.connections)} client files)",
+            ("client", "entry", "state", "detail"),
+            [(f.client, f.entry, f.problem, f.detail) for f in findings],
         )
     if any(f.problem != "ok" for f in findings):
         raise typer.Exit(1)
@@ -285,51 +359,196 @@ def client_status(
     token_env: TokenEnvOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Client side: is the server still shaped the way this project was connected to it?"""
+    """Client side: is each HTTP server still shaped the way this project was connected to it?"""
     record = ProjectRecord.load(project_file)
-    health = fetch_health(record.url, token=_token(token_env))
-    change = mode_change(record, health)
+    changes: dict[str, str | None] = {}
+    for connection in (c for c in record.connections if c.kind == "http" and c.url):
+        assert connection.url is not None
+        health = fetch_health(connection.url, token=_token(token_env))
+        changes[f"{connection.client} {connection.url}"] = mode_change(connection, health)
+        change = changes[f"{connection.client} {connection.url}"]
+        if not as_json:
+            ok = f"ok: {connection.url} is still {connection.server_mount_mode}"
+            stdout.print(change or ok, highlight=False)
     if as_json:
-        print_json({"url": record.url, "recorded": record.server_mount_mode, "change": change})
-    else:
-        stdout.print(change or f"ok: {record.url} is still {record.server_mount_mode}")
-    if change is not None:
+        print_json(changes)
+    if any(changes.values()):
         raise typer.Exit(1)
 
 
-def connect_http_command(
-    url: str,
-    client: str,
-    *,
-    name: str,
-    target: Path | None,
-    token_env: str | None,
-    print_only: bool = False,
+# -- connect --------------------------------------------------------------------------
+
+
+ClientOption = Annotated[
+    str,
+    typer.Option("--client", help="claude-desktop, claude-code, cursor, vscode or inspector."),
+]
+
+
+@app.command()
+def connect(
+    client: ClientOption,
+    config_path: ConfigOption = None,
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the entries; write nothing.")
+    ] = False,
+    name: Annotated[str, typer.Option("--name", help="Entry name in the client.")] = DEFAULT_ENTRY,
+    target: Annotated[
+        Path | None, typer.Option("--target", help="Client config file (default: the client's).")
+    ] = None,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="project (a file in this folder, the default) or user/global (the one in your "
+            "home folder) for Claude Code, Cursor and VS Code.",
+        ),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="A running `serve --http` server: entries follow its /health."),
+    ] = None,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env",
+            help="With --url: env var with a bearer token; entries name it, never its value.",
+        ),
+    ] = None,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="Also move the client's other MCP servers behind Cartograph: import them into "
+            "the Cartograph config and remove them from the client file (backups kept).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the diff of every file; write nothing.")
+    ] = False,
+    project_file: ProjectOption = Path(PROJECT_FILE),
 ) -> None:
-    """What ``cartograph connect --url`` runs (the gateway's ``connect`` delegates here)."""
-    record = connect_http(
-        url,
-        client,
-        entry=name,
-        target=target,
-        token=_token(token_env),
-        token_env=token_env,
-        write=not print_only,
-    )
+    """Write (or print) the entries this client accepts for Cartograph, keeping a backup."""
+    path = target or default_path(client, scope=scope)
+    if url is not None:
+        connection = http_connection(
+            url, client, path, entry=name, token=_token(token_env), token_env=token_env
+        )
+    else:
+        connection = stdio_connection(
+            resolve_config_path(config_path).resolve(), client, path, name
+        )
     if print_only:
-        entries = {n: entry_for(client, record.spec(u)) for n, u in record.entries.items()}
+        entries = {n: entry_for(client, connection.spec(t)) for n, t in connection.entries.items()}
         print_json({container_key(client): entries})
         return
-    shape = (
-        f"routed ({record.server_routed_path}): one entry"
-        if record.server_routed_path
-        else f"per-catalog: {len(record.entries)} entries"
+    if adopt:
+        _adopt(connection, resolve_config_path(config_path), dry_run, project_file)
+        return
+    elif dry_run:
+        old, new, _ = connection_edit(connection)
+        stdout.print(unified_diff(path, old, new) or "no change", highlight=False, markup=False)
+        return
+    _write_connection(connection, project_file)
+
+
+def _adopt(connection: Connection, config_file: Path, dry_run: bool, project_file: Path) -> None:
+    from cartograph.cli.adopt import plan_adoption, write_config
+
+    path = Path(connection.client_config)
+    _, _, stale = connection_edit(connection)
+    specs = {n: connection.spec(t) for n, t in connection.entries.items()}
+    plan = plan_adoption(connection.client, path, config_file, specs, stale)
+    if dry_run:
+        stdout.print(unified_diff(config_file, plan.old_config, plan.new_config), markup=False)
+        stdout.print(unified_diff(path, plan.old_client, plan.new_client), markup=False)
+        return
+    write_config(config_file, plan)
+    _write_connection(connection, project_file, (plan.new_client, stale))
+    stdout.print(f"adopted into {config_file}: {', '.join(plan.moving) or 'none'}", highlight=False)
+    if plan.moving:
+        servers = " ".join(f"--server {n}" for n in plan.moving)
+        stdout.print(f"sign their cards: `cartograph bootstrap {servers}`", highlight=False)
+
+
+def unified_diff(path: Path, old: str, new: str) -> str:
+    import difflib
+
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), str(path), f"{path} (new)"
     )
-    stdout.print(f"wrote {', '.join(record.entries)} to {record.client_config} [{shape}]")
-    stdout.print(f"recorded the server's shape in {PROJECT_FILE}", highlight=False)
-    if record.token_env is not None:
+    return "".join(lines)
+
+
+def _write_connection(
+    connection: Connection, project_file: Path, edit: tuple[str, list[str]] | None = None
+) -> None:
+    """Write the client file (``edit``: text already planned, and the stale entries it drops)."""
+    if edit is None:
+        _, new, stale = connection_edit(connection)
+    else:
+        new, stale = edit
+    written = write_client_text(Path(connection.client_config), new)
+    record = ProjectRecord.load_or_empty(project_file)
+    record.add(connection)
+    record.save(project_file)
+    backup = f" (backup: {written.backup})" if written.backup else ""
+    stdout.print(
+        f"wrote {', '.join(connection.entries)} to {written.path}{backup}"
+        + (f"; removed stale {', '.join(stale)}" if stale else ""),
+        highlight=False,
+    )
+    if connection.kind == "http":
+        shape = (
+            f"routed ({connection.server_routed_path}): one entry"
+            if connection.server_routed_path
+            else f"per-catalog: {len(connection.entries)} entries"
+        )
+        stdout.print(f"server shape: {shape}", highlight=False)
+    stdout.print(f"recorded the connection in {project_file}", highlight=False)
+    bridged = needs_bridge(
+        connection.client, connection.spec(next(iter(connection.entries.values())))
+    )
+    if bridged:
         stdout.print(
-            f"the server requires a bearer token: the entries send `Authorization: Bearer "
-            f"${record.token_env}`; set {record.token_env} where {record.client} runs",
+            f"{connection.client} takes only stdio commands here: the entries run "
+            "`cartograph bridge`, which forwards to the HTTP server",
             highlight=False,
         )
+    if connection.token_env is not None:
+        where = "in the entry's env" if bridged else f"where {connection.client} runs"
+        stdout.print(
+            f"the server requires a bearer token: the entries read ${connection.token_env}; "
+            f"set {connection.token_env} {where}",
+            highlight=False,
+        )
+
+
+# -- bridge ---------------------------------------------------------------------------
+
+
+@app.command()
+def bridge(
+    url: Annotated[str, typer.Option("--url", help="The streamable HTTP endpoint to reach.")],
+    token_env: Annotated[
+        str | None,
+        typer.Option("--token-env", help="Env var holding the bearer token to send."),
+    ] = None,
+) -> None:
+    """Serve stdio and forward every message to a streamable HTTP endpoint (no Node needed)."""
+    import anyio
+
+    from cartograph.server.bridge import run_bridge
+
+    headers = {}
+    if token_env is not None:
+        token = os.environ.get(token_env)
+        if not token:
+            raise ConfigError(
+                f"--token-env {token_env}: the variable is not set; set it in the client "
+                "entry's env",
+                code="bridge_token_missing",
+            )
+        headers["Authorization"] = f"Bearer {token}"
+    stderr.print(f"cartograph bridge: stdio <-> {url}", highlight=False)
+    anyio.run(run_bridge, url, headers)

@@ -1,0 +1,150 @@
+"""``connect --adopt``: move a client's MCP servers behind Cartograph (the CLI writes the plan).
+
+The client keeps paying for every server it lists (each one's tool list goes
+into every conversation); behind Cartograph they cost three tools. Adopting
+appends each of the client's other servers to the Cartograph config as an
+``[mcpServers.NAME]`` table (the client's own shape, which the loader reads),
+removes them from the client file, and adds Cartograph's entry — with a
+``.bak`` of both files. Nothing is written unless the new config loads, so a
+server that Cartograph would refuse stays where it was. ``--dry-run`` prints
+the diff of both files and writes nothing.
+
+Folder variables (``${workspaceFolder}``, ``${userHome}``) are resolved for
+the client file they came from, and ``${env:VAR}`` becomes ``${VAR}``; a VS
+Code ``${input:id}`` cannot move (nobody would be prompted) and is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from cartograph.errors import ConfigError
+from cartograph.fsutil import atomic_write_text
+from cartograph.server.clients import ServerSpec, plan_edit, read_servers
+
+_FOLDER_VARS: Final = re.compile(r"\$\{(workspaceFolder|workspaceFolderBasename|userHome)\}")
+_ENV_VAR: Final = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class Adoption:
+    """Both files before and after, and the servers that move (nothing written yet)."""
+
+    old_config: str
+    new_config: str
+    old_client: str
+    new_client: str
+    moving: tuple[str, ...]
+
+
+def plan_adoption(
+    client: str,
+    client_file: Path,
+    config_path: Path,
+    specs: dict[str, ServerSpec],
+    stale: list[str],
+) -> Adoption:
+    """Import the client's other servers into ``config_path``; leave only Cartograph's entries.
+
+    Raises (and so writes nothing) when the new config would not load.
+    """
+    from cartograph.config.mcp_json import is_cartograph_entry
+
+    present = read_servers(client, client_file)
+    moving = {n: b for n, b in present.items() if not is_cartograph_entry(n, b)}
+    old_config = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
+    new_config = old_config + adoption_toml(moving, client_file)
+    _check_loads(new_config, config_path, moving)
+    old_client, new_client = plan_edit(client, client_file, specs, remove=[*stale, *moving])
+    return Adoption(old_config, new_config, old_client, new_client, tuple(moving))
+
+
+def write_config(config_path: Path, adoption: Adoption) -> None:
+    """The new config, atomically, the old one kept as ``.bak``."""
+    if adoption.old_config:
+        backup = config_path.with_name(config_path.name + ".bak")
+        atomic_write_text(backup, adoption.old_config)
+    atomic_write_text(config_path, adoption.new_config)
+
+
+def adoption_toml(servers: dict[str, Any], client_file: Path) -> str:
+    """``[mcpServers.NAME]`` tables for ``servers``, variables made portable."""
+    from cartograph.config.expand import Folders
+
+    folders = Folders.for_file(client_file).predefined()
+    blocks = [f"\n# adopted from {client_file}\n"] if servers else []
+    for name, body in servers.items():
+        where = f"{client_file}: server {name!r}"
+        if not isinstance(body, dict):
+            raise ConfigError(f"{where}: an entry must be an object", code="adopt_bad_entry")
+        lines = [f"[mcpServers.{json.dumps(name)}]"]
+        for key, value in body.items():
+            lines.append(f"{json.dumps(key)} = {_toml(_portable(value, folders, where))}")
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def _portable(value: Any, folders: dict[str, str], where: str) -> Any:
+    if isinstance(value, str):
+        if "${input:" in value:
+            raise ConfigError(
+                f"{where}: {value!r} uses a VS Code input, which only VS Code can prompt for; "
+                "put the value in an environment variable, write ${env:NAME}, then adopt",
+                code="config_input_variable",
+            )
+        value = _FOLDER_VARS.sub(lambda m: folders.get(m.group(1), m.group(0)), value)
+        return _ENV_VAR.sub(r"${\1}", value)
+    if isinstance(value, list):
+        return [_portable(v, folders, where) for v in value]
+    if isinstance(value, dict):
+        return {k: _portable(v, folders, where) for k, v in value.items()}
+    return value
+
+
+def _toml(value: Any) -> str:
+    """A TOML value (JSON's string escapes are valid TOML basic strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        pairs = ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items())
+        return "{ " + pairs + " }" if pairs else "{}"
+    raise ConfigError(f"cannot write {value!r} as TOML", code="adopt_bad_entry")
+
+
+def _check_loads(text: str, config_path: Path, moving: dict[str, Any]) -> None:
+    """Refuse before writing anything when the new config would not load."""
+    import tomllib
+
+    from cartograph.config.loader import build_config
+
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{config_path}: {exc}", code="config_toml") from None
+    names = set(moving)
+    taken = names & set(raw.get("servers", {}))
+    if taken:
+        raise ConfigError(
+            f"{config_path} already has servers named {', '.join(sorted(taken))}; rename one "
+            "(in the client file or the config) and adopt again",
+            code="adopt_duplicate_server",
+        )
+    build_config(raw, source=config_path.resolve(), environ=_lenient_environ(text))
+
+
+def _lenient_environ(text: str) -> dict[str, str]:
+    """Every ``${VAR}`` set to a placeholder: adoption checks shape, not today's environment."""
+    import os
+
+    names = re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", text)
+    return {**{n: "placeholder" for n in names}, **os.environ}
