@@ -44,7 +44,7 @@ from cartograph.cards.store import ACCEPTED_FILE, CardStore
 from cartograph.cards.trust import TrustSet, load_trust, save_trust
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
 from cartograph.catalog.snapshot import load_catalog, save_catalog
-from cartograph.cli.http_client import ProjectRecord
+from cartograph.cli.http_client import Connection, ProjectRecord
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.vector_store import VectorStore
@@ -142,7 +142,7 @@ def _client_write(root: Path, generation: int) -> None:
 
 
 def _record_write(root: Path, generation: int) -> None:
-    ProjectRecord(
+    connection = Connection(
         url=f"http://127.0.0.1:{8000 + generation}/mcp",
         client="cursor",
         client_config=".cursor/mcp.json",
@@ -150,8 +150,9 @@ def _record_write(root: Path, generation: int) -> None:
         server_mount_mode="per-catalog",
         server_routed_path=None,
         catalogs=["default"],
-        entries={"default": "cartograph"},
-    ).save(root / "cartograph-client.json")
+        entries={"cartograph": f"http://127.0.0.1:{8000 + generation}/mcp/default"},
+    )
+    ProjectRecord([connection]).save(root / "cartograph-client.json")
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ FILES: dict[str, Persisted] = {
     "client project record": Persisted(
         "cartograph-client.json",
         _record_write,
-        lambda root: ProjectRecord.load(root / "cartograph-client.json").url,
+        lambda root: ProjectRecord.load(root / "cartograph-client.json").connections[0].url,
     ),
     "catalog snapshot": Persisted(
         "catalog.json",
