@@ -283,6 +283,8 @@ async def test_http_serves_them_per_catalog_with_the_catalog_prefix_and_policy(
             assert elsewhere.value.error.data["code"] == "unknown_resource"
         async with http_client(f"{served.mcp}/routed", mode, None) as routed:
             await check_routed(routed)
+    refusals = [r for r in audited(tmp_path) if r["proxy_tool"] == "resources/read"]
+    assert any(r["catalog"] == "routed" and r["outcome"] == "unknown_resource" for r in refusals)
 
 
 async def check_routed(client: Client) -> None:

@@ -6,7 +6,7 @@ PKCE, refresh) and the resource server (``/mcp``, bearer tokens required). The
 only difference is consent: ``/authorize`` approves at once and redirects with
 the code, so a test follows the redirect with an HTTP client instead of a
 browser. Each grant it makes is appended to ``--log`` as one JSON line
-(``register``, ``authorization_code``, ``refresh_token``) — never a token.
+(``register``, ``authorization_code``, ``refresh_token``, ``revoke``) — never a token.
 
 Run: ``python tests/servers/oauth_upstream.py --port P --log F [--token-ttl S]``.
 """
@@ -31,7 +31,7 @@ from mcp.server.auth.provider import (
     RefreshToken,
     construct_redirect_uri,
 )
-from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -112,6 +112,7 @@ class AutoApproveProvider(
         return found
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        self._note("revoke")
         self.access.pop(token.token, None)
         self.refresh.pop(token.token, None)
 
@@ -157,6 +158,7 @@ def build_app(port: int, ttl: int, log: Path) -> Any:
         client_registration_options=ClientRegistrationOptions(
             enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
         ),
+        revocation_options=RevocationOptions(enabled=True),
         required_scopes=[SCOPE],
         validate_token_resource=False,
     )

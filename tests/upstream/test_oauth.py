@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -57,8 +57,8 @@ def upstream(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url, timeout=1.0).status_code == 200
-    except httpx.TransportError:
+        return httpx2.get(url, timeout=1.0).status_code == 200
+    except httpx2.TransportError:
         return False
 
 
@@ -88,9 +88,9 @@ def login(config: Path) -> tuple[str, str]:
     assert process.stdout is not None
     url = process.stdout.readline().strip()
     assert url.startswith("http://127.0.0.1:") and "code_challenge_method=S256" in url
-    consent = httpx.get(url, follow_redirects=False, timeout=10)
+    consent = httpx2.get(url, follow_redirects=False, timeout=10)
     assert consent.status_code in {302, 303, 307}
-    back = httpx.get(consent.headers["location"], timeout=10)  # the browser lands on loopback
+    back = httpx2.get(consent.headers["location"], timeout=10)  # the browser lands on loopback
     assert back.status_code == 200
     out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
@@ -123,9 +123,32 @@ async def test_login_then_serve_calls_through_and_refreshes_an_expired_token(
     data = store.read()
     data["expires_at"] = time.time() - 60
     store.path.write_text(json.dumps(data))
+    assert await call_through_serve(config_path) == "authorized"
+    assert grants(log) == ["register", "authorization_code", "refresh_token"]
+    second = await store.get_tokens()
+    assert second is not None and second.access_token != first.access_token
+    assert (store.expires_at() or 0) > time.time()
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+
+    # The server ends the token early (revoked): the 401 is answered by a refresh too.
+    client = await store.get_client_info()
+    assert client is not None
+    async with httpx2.AsyncClient(timeout=10) as http:
+        revoked = await http.post(
+            url.replace("/mcp", "/revoke"),
+            # the SDK's revocation model requires the key even for a public client
+            data={"token": second.access_token, "client_id": client.client_id, "client_secret": ""},
+        )
+    assert revoked.status_code == 200
+    assert await call_through_serve(config_path) == "authorized"
+    assert grants(log)[-2:] == ["revoke", "refresh_token"]
+
+
+async def call_through_serve(config: Path) -> str:
+    """`whoami` through a fresh `cartograph serve` (stdio), driven by the SDK client."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=[*CLI[1:], "serve", "--unsafe-throwaway-key", "--config", str(config_path)],
+        args=[*CLI[1:], "serve", "--unsafe-throwaway-key", "--config", str(config)],
         env=dict(os.environ),
     )
     with anyio.fail_after(90):
@@ -134,12 +157,7 @@ async def test_login_then_serve_calls_through_and_refreshes_an_expired_token(
                 "call", {"server": "saas", "tool": "whoami", "arguments": {}}
             )
     assert not result.is_error, result
-    assert "".join(getattr(b, "text", "") for b in result.content) == "authorized"
-    assert grants(log) == ["register", "authorization_code", "refresh_token"]
-    second = await store.get_tokens()
-    assert second is not None and second.access_token != first.access_token
-    assert (store.expires_at() or 0) > time.time()
-    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    return "".join(getattr(b, "text", "") for b in result.content)
 
 
 def test_oauth_on_a_stdio_server_is_refused_at_load(tmp_path: Path) -> None:

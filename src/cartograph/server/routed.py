@@ -45,7 +45,13 @@ from mcp.types import (
 )
 
 from cartograph.config.catalog_rules import ROUTED_NAME
-from cartograph.errors import CallError, ConfigError, PolicyError, UnknownToolError
+from cartograph.errors import (
+    CallError,
+    CartographError,
+    ConfigError,
+    PolicyError,
+    UnknownToolError,
+)
 from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server.auth import TokenAuthority
@@ -207,7 +213,7 @@ class RoutedHandlers:
         self,
         refused: _Refused,
         tool: str,
-        arguments: dict[str, Any],
+        arguments: dict[str, Any] | None,
         principal: str | None,
         started: float,
     ) -> None:
@@ -295,12 +301,21 @@ class RoutedHandlers:
         ]
 
     async def read_resource(self, uri: str, *, principal: str | None) -> ReadResourceResult:
+        started = time.perf_counter()
         parts = split_resource_uri(uri)
         surface = dict(self._content_targets()).get(parts[0]) if parts is not None else None
         if surface is None:  # no such catalog, or one this principal cannot reach: the same
-            raise UnknownToolError(
+            error = UnknownToolError(
                 f"no resource {uri!r} here; see resources/list", code="unknown_resource"
             )
+            known = parts is not None and parts[0] in self._targets
+            refused = _Refused(
+                error,
+                catalog=parts[0] if parts is not None and known else ROUTED_NAME,
+                outcome="catalog_forbidden" if known else "unknown_resource",
+            )
+            self._audit_refusal(refused, "resources/read", None, principal, started)
+            raise error
         return await surface.read_resource(uri, principal=principal)
 
     async def get_prompt(
@@ -363,7 +378,7 @@ class _Refused(Exception):
     """A routed call refused before any target ran it, and what its audit record says."""
 
     def __init__(
-        self, error: CallError, *, catalog: str = ROUTED_NAME, outcome: str | None = None
+        self, error: CartographError, *, catalog: str = ROUTED_NAME, outcome: str | None = None
     ) -> None:
         super().__init__(error.message)
         self.error = error

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -142,6 +142,38 @@ class _Provider(OAuthClientProvider):
         # The SDK keeps a token's expiry only in memory: restore it, so an expired token is
         # refreshed before it is sent instead of drawing a 401 (and a browser login).
         self.context.token_expiry_time = self._store.expires_at()
+
+    async def _auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow, plus one refresh when a token that looked valid draws a 401.
+
+        A server may end a token before its ``expires_in`` (revoked, rotated, a
+        restart); the SDK answers any 401 with the full browser flow, which a
+        proxy cannot run. With a refresh token at hand, refresh first.
+        """
+        flow = super()._auth_flow(request)
+        outgoing = await flow.__anext__()
+        retried = False
+        while True:
+            response = yield outgoing
+            if (
+                response.status_code == 401
+                and outgoing is request
+                and not retried
+                and self.context.is_token_valid()
+                and self.context.can_refresh_token()
+            ):
+                retried = True
+                await flow.aclose()
+                self.context.token_expiry_time = time.time() - 1  # treat it as expired
+                flow = super()._auth_flow(request)
+                outgoing = await flow.__anext__()
+                continue
+            try:
+                outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
 
 
 def client_metadata(cfg: ServerConfig) -> OAuthClientMetadata:
