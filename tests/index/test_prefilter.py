@@ -52,6 +52,7 @@ def test_only_candidates_are_scored_densely_and_ranked(
 ) -> None:
     monkeypatch.setattr(hybrid, "PREFILTER_SERVERS", 1)
     monkeypatch.setattr(hybrid, "PREFILTER_LEXICAL", 1)
+    monkeypatch.setattr(hybrid, "PREFILTER_SAMPLE", 1)
     index.prefilter_min_tools = 1
     ctx = index.context(TASKS[1])
 

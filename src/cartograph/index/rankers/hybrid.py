@@ -221,6 +221,10 @@ def _rowwise(normalise: Callable[[Scores], Scores], matrix: Matrix) -> Matrix:
 # every tool of the best servers by the hybrid's own server evidence.
 PREFILTER_LEXICAL: Final = 1000
 PREFILTER_SERVERS: Final = 96
+# Plus tools spread evenly over the index: the dense cosines are normalised by
+# their range per unit, and the candidates alone (all close to the task) would
+# narrow it; an even sample brings its low end close to the whole index's.
+PREFILTER_SAMPLE: Final = 4096
 
 
 def candidates(ctx: QueryContext, f: Features, p: HybridParams) -> IntArray:
@@ -242,6 +246,8 @@ def candidates(ctx: QueryContext, f: Features, p: HybridParams) -> IntArray:
     width = min(PREFILTER_SERVERS, len(server))
     best_servers = np.argpartition(-server, width - 1)[:width] if width else server[:0]
     picks.append(ctx.corpus.tools_of(best_servers.astype(np.int64)))
+    size = ctx.corpus.size
+    picks.append(np.linspace(0, size - 1, min(PREFILTER_SAMPLE, size)).astype(np.int64))
     out: IntArray = np.unique(np.concatenate(picks))
     return out
 
