@@ -140,11 +140,10 @@ def _ids_of(item: pytest.Item) -> tuple[str, ...] | None:
 def _partial_reasons(config: pytest.Config, tests_root: Path, deselected: list[str]) -> list[str]:
     """Why this run is not a full run (empty when it is one); see the module docstring."""
     reasons: list[str] = []
-    for arg in config.args:
-        path_part, _, node_part = arg.partition("::")
-        target = Path(config.invocation_params.dir, path_part).resolve()
-        if node_part or not (target == tests_root or target in tests_root.parents):
-            reasons.append(f"argument {arg!r} selects less than {tests_root.name}/")
+    narrow = [arg for arg in config.args if not _covers(config, arg, tests_root)]
+    if narrow:
+        shown = ", ".join(repr(a) for a in narrow[:3]) + (", ..." if len(narrow) > 3 else "")
+        reasons.append(f"arguments {shown} select less than {tests_root.name}/")
     for option in ("ignore", "ignore_glob", "deselect"):
         if config.getoption(option, None):
             reasons.append(f"--{option.replace('_', '-')} is set")
@@ -153,6 +152,13 @@ def _partial_reasons(config: pytest.Config, tests_root: Path, deselected: list[s
     if config.getoption("collectonly", False):
         reasons.append("--collect-only")
     return reasons
+
+
+def _covers(config: pytest.Config, arg: str, tests_root: Path) -> bool:
+    """Whether a collection argument is the tests root or an ancestor, with no node part."""
+    path_part, _, node_part = arg.partition("::")
+    target = Path(config.invocation_params.dir, path_part).resolve()
+    return not node_part and (target == tests_root or target in tests_root.parents)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
