@@ -10,8 +10,8 @@ runs, as in a power cut or an OOM kill. The test then checks that:
 * the file on disk is byte-identical to the previous version and still loads;
 * the leftover temporary file does not stop the next write, which succeeds.
 
-The SQLite usage log is not here: SQLite's own journal gives it the same
-guarantee, and it never goes through ``cartograph.fsutil``.
+The SQLite usage log does not go through ``cartograph.fsutil``; SQLite's
+write-ahead log keeps it whole. Its test kills the writer at ``COMMIT`` instead.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ from cartograph.cli.http_client import Connection, ProjectRecord
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.vector_store import VectorStore
+from cartograph.learning.sqlite import SqliteUsageStore, usage_log_path
+from cartograph.learning.store import SurfacedTool, TaskRecord
 from cartograph.server.clients import ServerSpec, install_entry
 
 REPO = Path(__file__).resolve().parents[1]
@@ -240,3 +242,65 @@ def test_a_writer_killed_mid_write_leaves_the_previous_file_intact(
     assert persisted.load(tmp_path) == loaded
     persisted.write(tmp_path, 3)  # the leftover temporary file is no obstacle
     assert _snapshot(tmp_path, persisted.target) != before
+
+
+# Runs in the child: the usage log's connection dies at the COMMIT of a task insert.
+SQLITE_CHILD = f"""
+import os, signal, sys
+from pathlib import Path
+from cartograph.learning import sqlite as log
+from tests.test_crash_atomicity import _log_task
+opened = log._open
+def dying_open(path):
+    db = opened(path)
+    inserted = []
+    def trace(statement):
+        if statement.lstrip().upper().startswith("INSERT INTO TASKS"):
+            inserted.append(statement)
+        if inserted and statement.strip().upper() == "COMMIT":
+            os.kill(os.getpid(), signal.SIGKILL)
+    db.set_trace_callback(trace)
+    return db
+log._open = dying_open
+_log_task(Path(sys.argv[1]), "task of the killed writer")
+sys.exit({NEVER_RENAMED})
+"""
+
+
+def _log_task(state: Path, task: str) -> None:
+    store = SqliteUsageStore(usage_log_path(state))
+    try:
+        surfaced = (SurfacedTool("files", "read_file", "d" * 64),)
+        vector = np.ones(4, dtype=np.float32)
+        store.add_task(TaskRecord("default", "s", task, "m", vector, surfaced, created=1.0))
+    finally:
+        store.close()
+
+
+def _logged_tasks(state: Path) -> list[str]:
+    store = SqliteUsageStore(usage_log_path(state))
+    try:
+        return [str(row["task"]) for row in store.export()]
+    finally:
+        store.close()
+
+
+@pytest.mark.promise("P-REL-9")
+def test_a_usage_log_writer_killed_at_commit_leaves_the_logged_tasks_intact(
+    tmp_path: Path,
+) -> None:
+    _log_task(tmp_path, "first task")
+
+    child = subprocess.run(
+        [sys.executable, "-c", SQLITE_CHILD, str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])},
+    )
+
+    assert child.returncode == KILLED, child.stderr[-2000:]
+    assert _logged_tasks(tmp_path) == ["first task"]
+    _log_task(tmp_path, "after the crash")
+    assert _logged_tasks(tmp_path) == ["first task", "after the crash"]
