@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx2
 
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 
 
 def free_port() -> int:
+    """A loopback port free now (for a process that cannot be told to pick its own)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -44,38 +46,52 @@ class ServeProcess:
 
 @contextlib.contextmanager
 def serve_http(config: Path, *extra: str, ready_timeout: float = 90.0) -> Iterator[ServeProcess]:
-    """Start ``serve --http`` on a free loopback port; yield once ``/health`` answers."""
-    port = free_port()
-    command = [sys.executable, *SERVE, "--http", "--port", str(port), "--config", str(config)]
+    """Start ``serve --http`` on a port the kernel picks; yield once it announces its URL.
+
+    ``serve`` prints ``cartograph serving on URL`` on stderr after its catalogs
+    are up and its socket listens, so the line is the readiness event: no
+    polling of ``/health``, and no port picked in advance that another process
+    could take first. stderr keeps draining in a thread so the pipe never fills.
+    """
+    command = [sys.executable, *SERVE, "--http", "--port", "0", "--config", str(config)]
     process = subprocess.Popen(
-        [*command, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=Path.cwd()
+        [*command, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=Path.cwd()
     )
-    served = ServeProcess(process, f"http://127.0.0.1:{port}")
+    assert process.stderr is not None
+    drainer: threading.Thread | None = None
     try:
-        wait_healthy(served, ready_timeout)
-        yield served
+        base = _announced_url(process.stderr.fileno(), process, ready_timeout)
+        drainer = threading.Thread(target=process.stderr.read, daemon=True)
+        drainer.start()
+        yield ServeProcess(process, base)
     finally:
         if process.poll() is None:
             process.kill()
         process.wait(timeout=30)
+        if drainer is not None:
+            drainer.join(timeout=30)
+        process.stderr.close()
 
 
-def wait_healthy(served: ServeProcess, limit: float) -> None:
-    """Poll ``/health`` (bounded): serve needs a few seconds to connect and index."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if served.process.poll() is not None:
-            raise AssertionError(f"serve exited with {served.process.returncode}")
-        try:
-            if httpx2.get(f"{served.base}/health", timeout=1.0).status_code == 200:
-                return
-        except httpx2.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{served.base} never became healthy")
+ANNOUNCED = re.compile(rb"cartograph serving on (http://\S+)")
+
+
+def _announced_url(fd: int, process: subprocess.Popen[bytes], limit: float) -> str:
+    """Read stderr until serve announces its URL; fail with what it said if it exits first."""
+    said = b""
+    while (found := ANNOUNCED.search(said)) is None:
+        ready, _, _ = select.select([fd], [], [], limit)
+        chunk = os.read(fd, 65536) if ready else b""
+        if not chunk:
+            process.kill()
+            why = "exited" if ready else f"said nothing within {limit} s"
+            raise AssertionError(f"serve {why}: {said.decode(errors='replace')[-2000:]}")
+        said += chunk
+    return found.group(1).decode("ascii")
 
 
 def alive(pid: int) -> bool:
+    """Whether ``pid`` exists (benchmarks use it; tests wait with ``events.wait_gone``)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -83,9 +99,8 @@ def alive(pid: int) -> bool:
     return True
 
 
-def wait_for(predicate: object, limit: float = 10.0) -> bool:
-    """Bounded poll of state owned by another process (no event crosses the boundary)."""
-    assert callable(predicate)
+def wait_for(predicate: Callable[[], bool], limit: float = 10.0) -> bool:
+    """Bounded poll of state owned by another process that announces nothing."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if predicate():
