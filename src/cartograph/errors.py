@@ -29,6 +29,7 @@ maps errors to exit codes; the MCP surface maps them to tool errors.
     │   ├── CircuitOpen             breaker open; fail fast with retry-after
     │   ├── Overloaded              in-flight limit and queue are full
     │   ├── UpstreamRefused         the upstream answered with a JSON-RPC error (no such resource)
+    │   ├── ResultTooLarge          a resource or prompt over [gateway] max_result_bytes (not cut)
     │   └── ToolFailed              the tool ran and reported an error (isError), seen by a stub
     ├── CallError                   a `call` the proxy refuses before any upstream I/O
     │   ├── UnknownToolError        no such server/tool in the verified catalog
@@ -161,6 +162,16 @@ class UpstreamRefused(UpstreamError):
     """
 
     code = "upstream_refused"
+
+
+class ResultTooLarge(UpstreamError):
+    """A resource read or prompt over ``[gateway] max_result_bytes``: refused, never cut.
+
+    A tool result is truncated with a marker; a resource's bytes (a blob, a
+    document) are useless cut, so the read is refused naming the limit.
+    """
+
+    code = "result_too_large"
 
 
 class CallError(CartographError):

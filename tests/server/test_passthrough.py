@@ -26,7 +26,7 @@ from mcp.types import Resource, ResourceListChangedNotification
 
 from cartograph.config.model import CatalogPolicy, ServerConfig
 from cartograph.demo.loopback import EVERYTHING_SCRIPT
-from cartograph.errors import PolicyError
+from cartograph.errors import PolicyError, ResultTooLarge
 from cartograph.server.passthrough import (
     prompt_name,
     resource_uri,
@@ -313,3 +313,53 @@ async def check_routed(client: Client) -> None:
         {"catalog": "prompts-only", "department": "Engineering", "name": "Ada"},
     )
     assert other.messages
+
+
+CONTENT = Path(__file__).resolve().parents[1] / "servers" / "content.py"
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto", "2026-07-28"])
+async def test_a_python_sdk_upstream_announces_new_resources_in_either_era(
+    tmp_path: Path, protocol: str
+) -> None:
+    content = ServerConfig(
+        name="content",
+        command=sys.executable,
+        args=(str(CONTENT),),
+        protocol=protocol,
+        connect_timeout=30.0,
+    )
+    async with running(tmp_path, content, max_result_bytes=2048) as handlers:
+        changed = anyio.Event()
+
+        async def on_change(kind: str) -> None:
+            if kind == "resources":
+                changed.set()
+
+        handlers.subscribe_changes(on_change)
+        uris = {r.uri for r in handlers.list_resources()}
+        assert "cartograph://default/content/mem://small" in uris
+        templates = {t.uri_template for t in handlers.list_resource_templates()}
+        assert templates == {"cartograph://default/content/mem://echo/{text}"}
+        echoed = await handlers.read_resource(
+            "cartograph://default/content/mem://echo/hi", principal=None
+        )
+        assert getattr(echoed.contents[0], "text", "") == "echo: hi"
+        prompt = await handlers.get_prompt("content/greet", {"name": "Ada"}, principal=None)
+        assert "Hello, Ada!" in text_of(prompt)
+
+        with pytest.raises(ResultTooLarge) as big:  # 4 KiB over a 2 KiB limit: refused, not cut
+            await handlers.read_resource("cartograph://default/content/mem://big", principal=None)
+        assert big.value.code == "result_too_large"
+
+        added = await handlers.call_tool(
+            "call",
+            {"server": "content", "tool": "add_resource", "arguments": {"name": "x"}},
+            principal=None,
+        )
+        assert not added.is_error, added
+        with anyio.fail_after(20):
+            await changed.wait()
+        assert "cartograph://default/content/mem://added/x" in {
+            r.uri for r in handlers.list_resources()
+        }

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
@@ -40,6 +40,7 @@ from cartograph.config.model import CatalogPolicy, Config, ServerConfig, deny_di
 from cartograph.errors import (
     CartographError,
     NameCollisionError,
+    ResultTooLarge,
     UnknownToolError,
     UpstreamError,
     UsageLogError,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ToolKey = tuple[str, str]
+_Content = TypeVar("_Content", ReadResourceResult, GetPromptResult)
 
 
 class CatalogRuntime:
@@ -546,9 +548,10 @@ class CatalogRuntime:
         async def read(session: Upstream) -> ReadResourceResult:
             return await session.read_resource(uri, timeout=timeout)
 
-        return await self.gateway.request(
+        result = await self.gateway.request(
             server, read, client=partition_key(principal, client), what="resources/read"
         )
+        return self._bounded(server, "resources/read", result)
 
     async def get_prompt(
         self,
@@ -566,9 +569,24 @@ class CatalogRuntime:
         async def get(session: Upstream) -> GetPromptResult:
             return await session.get_prompt(name, arguments, timeout=timeout)
 
-        return await self.gateway.request(
+        result = await self.gateway.request(
             server, get, client=partition_key(principal, client), what=f"prompts/get {name}"
         )
+        return self._bounded(server, f"prompts/get {name}", result)
+
+    def _bounded(self, server: str, what: str, result: _Content) -> _Content:
+        """Refuse (never cut) a read or prompt over ``[gateway] max_result_bytes``."""
+        limit = self.config.gateway.max_result_bytes
+        size = len(result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
+        if size > limit:
+            raise ResultTooLarge(
+                f"upstream {server!r}: {what} answered {size} bytes, over [gateway] "
+                f"max_result_bytes = {limit}; raise the limit to receive it",
+                server=server,
+                size=size,
+                limit=limit,
+            )
+        return result
 
     def _validator(self, server: str, tool_card: ToolCard) -> Any:
         """The tool's compiled schema validator, built on first use.

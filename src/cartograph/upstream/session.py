@@ -335,6 +335,8 @@ class UpstreamSession:
         client = self._client
         if client is None:
             return frozenset()
+        if self._capabilities_unknown:
+            return frozenset(("resources", "prompts"))  # ask; "method not found" means none
         caps = client.server_capabilities
         kinds: set[ContentKind] = set()
         if caps.resources is not None:
@@ -342,6 +344,11 @@ class UpstreamSession:
         if caps.prompts is not None:
             kinds.add("prompts")
         return frozenset(kinds)
+
+    @property
+    def _capabilities_unknown(self) -> bool:
+        """Pinned to a 2026-07-28 version, the SDK skips ``server/discover``: no capabilities."""
+        return self.cfg.protocol not in ("auto", "legacy")
 
     async def list_content(self) -> ContentListing:
         """Every resource, resource template and prompt the server advertises it offers.
@@ -355,11 +362,13 @@ class UpstreamSession:
         prompts: list[types.Prompt] = []
         try:
             with anyio.fail_after(self.cfg.call_timeout):
+                probing = self._capabilities_unknown
                 if "resources" in offers:
                     resources = await self._paged(
                         "resources/list",
                         lambda c: client.list_resources(cursor=c, cache_mode="bypass"),
                         lambda page: page.resources,
+                        optional=probing,
                     )
                     templates = await self._paged(
                         "resources/templates/list",
@@ -372,6 +381,7 @@ class UpstreamSession:
                         "prompts/list",
                         lambda c: client.list_prompts(cursor=c, cache_mode="bypass"),
                         lambda page: page.prompts,
+                        optional=probing,
                     )
         except UpstreamError:
             raise
@@ -497,10 +507,16 @@ class UpstreamSession:
         """2026-07-28 servers deliver list changes only on a ``subscriptions/listen`` stream."""
         if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return False
-        return any(_listen_filter(client.server_capabilities).values())
+        return any(self._listen_filter(client).values())
+
+    def _listen_filter(self, client: Client) -> dict[str, bool]:
+        wanted = _listen_filter(client.server_capabilities)
+        if self._capabilities_unknown:  # ask for content changes; the ack says what is honoured
+            wanted.update(resources_list_changed=True, prompts_list_changed=True)
+        return wanted
 
     async def _listen(self, client: Client) -> None:
-        wanted = _listen_filter(client.server_capabilities)
+        wanted = self._listen_filter(client)
         try:
             async with client.listen(
                 tools_list_changed=wanted["tools_list_changed"],

@@ -1,0 +1,51 @@
+"""A real Python-SDK MCP server (MCPServer, stdio) with resources, a template and a prompt.
+
+The counterpart of server-everything (TypeScript, handshake era only): this one
+speaks 2026-07-28 too, so it announces a new resource on a
+``subscriptions/listen`` stream as well as with the handshake-era notification.
+``mem://big`` is ``CONTENT_BIG_BYTES`` (default 4096) characters long.
+Run: ``python tests/servers/content.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resources import TextResource
+
+server = MCPServer("content")
+
+
+@server.resource("mem://small", name="small", mime_type="text/plain")
+def small() -> str:
+    return "a small resource"
+
+
+@server.resource("mem://big", name="big", mime_type="text/plain")
+def big() -> str:
+    return "x" * int(os.environ.get("CONTENT_BIG_BYTES", "4096"))
+
+
+@server.resource("mem://echo/{text}", name="echo", mime_type="text/plain")
+def echo(text: str) -> str:
+    return f"echo: {text}"
+
+
+@server.prompt(name="greet", description="Greet someone.")
+def greet(name: str) -> str:
+    return f"Hello, {name}!"
+
+
+@server.tool(description="Add a text resource mem://added/NAME and announce the change.")
+async def add_resource(name: str, ctx: Context) -> str:
+    uri = f"mem://added/{name}"
+    server.add_resource(TextResource(uri=uri, name=name, text=f"added {name}"))
+    await ctx.notify_resources_changed()  # 2026-07-28: the listen stream
+    if ctx.request_context.protocol_version != "2026-07-28":
+        await ctx.request_context.session.send_resource_list_changed()
+    return uri
+
+
+if __name__ == "__main__":
+    server.run()
