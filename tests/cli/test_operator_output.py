@@ -199,3 +199,26 @@ def test_serve_http_prints_the_url_it_listens_on(tmp_path: Path) -> None:
         process.wait(timeout=30)
         reader.join(timeout=30)
         process.stderr.close()
+
+
+def test_status_shows_progress_on_a_terminal_and_nothing_when_redirected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    seen: list[str] = []
+
+    class Recording(Console):
+        def status(self, status: object, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+            seen.append(str(status))
+            return super().status(status, *args, **kwargs)  # type: ignore[arg-type]
+
+    config = _write(tmp_path, TWO_CATALOGS)
+    args = ["status", "--config", str(config), "--catalog-name", "work", "--unsafe-throwaway-key"]
+    monkeypatch.setattr(output, "stderr", Recording(file=io.StringIO(), force_terminal=True))
+    assert runner.invoke(build_app(), args).exit_code == 0
+    assert seen == ["connecting 1 servers of catalog work"]
+    seen.clear()
+    monkeypatch.setattr(output, "stderr", Recording(file=io.StringIO()))
+    assert runner.invoke(build_app(), args).exit_code == 0
+    assert seen == []

@@ -20,6 +20,7 @@ from cartograph.cards.attest import build_body, identity_for
 from cartograph.cards.digest import server_digest
 from cartograph.cards.generators.base import CardGenerator, ServerText
 from cartograph.cards.keys import SigningKey
+from cartograph.cards.listings import save_listing
 from cartograph.cards.model import Card
 from cartograph.cards.overrides import Overrides
 from cartograph.cards.signing import sign_card, verify_card
@@ -103,6 +104,7 @@ def _attest(
     outcomes = []
     for server in servers:
         if server.name not in texts:
+            save_listing(store.root, server)  # unchanged: this listing is the attested one
             outcomes.append(
                 ServerOutcome(
                     server.name, "unchanged", _version(store, server.name), len(server.tools)
@@ -138,6 +140,7 @@ def _write(
     card = sign_card(body, key)
     verify_card(card, TrustSet.of(key.public), expected_server=server.name)
     store.write(card)
+    save_listing(store.root, server)  # the text behind the pins, for `cards diff`
     return ServerOutcome(server.name, "written", version, len(server.tools))
 
 

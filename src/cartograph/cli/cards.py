@@ -352,6 +352,7 @@ def cards_diff(
     federation = federation_catalog(cfg, catalog, failed=unlisted)
     drift = check_drift(report.verified, federation)
     problems = [e for e in drift if e.status != "ok"]
+    changes = _changed_text(report.verified, federation, problems, CardStore(cfg.state_dir).root)
     rows = [[e.server, e.tool, e.status, ", ".join(e.changed)] for e in problems]
     rows += [[s, "*", f"card not loaded ({exc.code})", ""] for s, exc in report.failures.items()]
     rows += [[r.name, "*", f"not listed ({_code(r)})", ""] for r in unlisted]
@@ -361,15 +362,73 @@ def cards_diff(
                 "drift": drift.to_dict(),
                 "card_failures": {s: e.to_dict() for s, e in report.failures.items()},
                 "unlisted": {r.name: _code(r) for r in unlisted},
+                "changes": changes,
             }
         )
     elif rows:
         print_table("changes since attestation", ["server", "tool", "status", "changed"], rows)
+        _print_changes(changes)
         stdout.print("re-attest with `cartograph bootstrap --server SERVER`", highlight=False)
     else:
         stdout.print("no changes since attestation", highlight=False)
     if exit_code and rows:
         raise typer.Exit(1)
+
+
+_PARTS = {
+    "description": "description",
+    "schema": "input_schema",
+    "output_schema": "output_schema",
+    "annotations": "annotations",
+    "title": "title",
+}
+
+
+def _changed_text(cards: Any, federation: Any, drifted: list[Any], root: Path) -> list[Any]:
+    """Old (as attested) and new text of every changed part of every drifted tool."""
+    from cartograph.cards.listings import attested_tool
+
+    live = {(s.name, t.name): t for s in federation.servers for t in s.tools}
+    out = []
+    for entry in (e for e in drifted if e.status == "drifted"):
+        card = cards.get(entry.server)
+        card_tool = card.body.tool(entry.tool) if card is not None else None
+        old = attested_tool(root, entry.server, card_tool) if card_tool is not None else None
+        new = live.get((entry.server, entry.tool))
+        for part in entry.changed:
+            field = _PARTS.get(part, part)
+            out.append(
+                {
+                    "server": entry.server,
+                    "tool": entry.tool,
+                    "part": part,
+                    "old": _text(getattr(old, field, None)) if old is not None else None,
+                    "new": _text(getattr(new, field, None)) if new is not None else None,
+                }
+            )
+    return out
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return _compact(value)
+
+
+def _print_changes(changes: list[Any]) -> None:
+    from rich.markup import escape
+
+    for change in changes:
+        stdout.print(
+            f"[bold]{escape(change['server'])}/{escape(change['tool'])}[/] {change['part']}:",
+            highlight=False,
+        )
+        old = change["old"]
+        if old is None:
+            stdout.print("  [dim]old text not kept (attested before listings were saved)[/]")
+        else:
+            stdout.print(f"  [red]- {escape(old)}[/]", highlight=False)
+        stdout.print(f"  [green]+ {escape(change['new'] or '')}[/]", highlight=False)
 
 
 def _code(report: ServerReport) -> str:

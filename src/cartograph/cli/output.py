@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 from rich.console import Console
@@ -35,6 +36,17 @@ def _is_terminal(stream: Any) -> bool:
 
 stdout = _console(to_stderr=False)
 stderr = _console(to_stderr=True)
+
+
+@contextmanager
+def working(message: str) -> Iterator[None]:
+    """A spinner on stderr for work that can take over a second (terminal only: a log or a
+    pipe gets no control codes)."""
+    if not stderr.is_terminal:
+        yield
+        return
+    with stderr.status(message):
+        yield
 
 
 def print_json(data: Any) -> None:

@@ -16,7 +16,7 @@ from cartograph.cli.app import (
     load_config_or_defaults,
     resolve_config_path,
 )
-from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.cli.output import print_json, print_table, stderr, stdout, working
 from cartograph.cli.serve import THROWAWAY, CatalogNameOption, UnsafeThrowawayKeyOption
 from cartograph.errors import ConfigError
 
@@ -45,9 +45,10 @@ def discover(
 
     With --catalog, tools that drifted from their card in that snapshot are left out.
     """
-    result, attestation = _discover_once(
-        task, k, method, embedder, config, catalog, catalog_name, unsafe_throwaway_key
-    )
+    with working("loading cards and the index, ranking"):
+        result, attestation = _discover_once(
+            task, k, method, embedder, config, catalog, catalog_name, unsafe_throwaway_key
+        )
     if attestation != OPERATOR_CARDS:
         stderr.print(f"[yellow]{attestation}[/]", highlight=False)
     if json_out:

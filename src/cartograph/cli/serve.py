@@ -12,7 +12,7 @@ import anyio
 import typer
 
 from cartograph.cli.app import ConfigOption, JsonOption, app, resolve_config_path
-from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.cli.output import print_json, print_table, stderr, stdout, working
 from cartograph.errors import ConfigError
 
 # The config models, the MCP SDK and the runtime load inside the commands: `--help` stays fast.
@@ -280,7 +280,8 @@ def status(
         stderr.print(f"[yellow]{THROWAWAY}[/]", highlight=False)
     config = _load(config_path)
     catalog = pick_catalog(config, catalog_name)
-    report = anyio.run(_status_once, config, catalog, unsafe_throwaway_key)
+    with working(f"connecting {len(catalog.servers)} servers of catalog {catalog.name}"):
+        report = anyio.run(_status_once, config, catalog, unsafe_throwaway_key)
     if not detail:
         view = compact_status(report)
         if as_json:
