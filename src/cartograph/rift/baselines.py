@@ -19,6 +19,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from cartograph.errors import RetrievalError
 from cartograph.index.embedders.base import Vectors
 from cartograph.rift.clustering import Groups, components, threshold_pairs
 
@@ -66,7 +67,14 @@ def _dense_overlap(rows: list[int], cols: list[int], n: int, width: int) -> _Ove
 
 
 def _sparse_overlap(rows: list[int], cols: list[int], n: int, width: int) -> _Overlap:
-    from scipy.sparse import csr_matrix, triu
+    try:
+        from scipy.sparse import csr_matrix, triu
+    except ImportError as missing:  # scipy is the `rift` extra: 140 MB for this one product
+        raise RetrievalError(
+            f"Rift's Jaccard baseline over {n} tools needs scipy's sparse matrices; "
+            "install them with `pip install 'cartograph[rift]'`",
+            code="rift_needs_scipy",
+        ) from missing
 
     ones = np.ones(len(rows), dtype=np.float64)
     matrix = csr_matrix((ones, (rows, cols)), shape=(n, width))
