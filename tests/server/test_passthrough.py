@@ -233,6 +233,7 @@ async def test_a_catalog_with_prompts_off_refuses_prompts_get(tmp_path: Path) ->
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.integration
+@pytest.mark.promise("P-LOG-2")
 @pytest.mark.skipif(not EVERYTHING.is_file(), reason="server-everything: run scripts/setup")
 async def test_stdio_serves_upstream_resources_and_prompts_namespaced_and_governed(
     tmp_path: Path, mode: str

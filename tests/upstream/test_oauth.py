@@ -84,6 +84,7 @@ def login(config: Path) -> tuple[str, str]:
         stderr=subprocess.PIPE,
         env=dict(os.environ),
         text=True,
+        preexec_fn=lambda: os.umask(0),  # private whatever the umask (P-FS-1)
     )
     assert process.stdout is not None
     url = process.stdout.readline().strip()
@@ -98,6 +99,8 @@ def login(config: Path) -> tuple[str, str]:
 
 
 @pytest.mark.anyio
+@pytest.mark.promise("P-FS-1")
+@pytest.mark.promise("P-LOG-1")
 async def test_login_then_serve_calls_through_and_refreshes_an_expired_token(
     tmp_path: Path, upstream: tuple[str, Path]
 ) -> None:
@@ -114,6 +117,8 @@ async def test_login_then_serve_calls_through_and_refreshes_an_expired_token(
     assert grants(log) == ["register", "authorization_code"]
     store = TokenFile(tmp_path / "state" / "oauth" / "saas.json")
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
     first = await store.get_tokens()
     assert first is not None and first.refresh_token
     assert first.access_token not in printed + err  # never shown
