@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import NameCollisionError
 
 PROXY_TOOL_NAMES: Final = frozenset({"discover", "status", "call"})
@@ -86,7 +87,7 @@ def check_names(
     raise NameCollisionError(
         f"{second.source} collides with {first.source} after normalisation "
         f"({normalise_name(second.name)!r}); rename one of them",
-        code="name_reserved" if reserved_hit else "name_collision",
+        code=codes.NAME_RESERVED if reserved_hit else codes.NAME_COLLISION,
         first=first.source,
         second=second.source,
     )

@@ -23,10 +23,11 @@ from anyio.streams.memory import MemoryObjectSendStream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cartograph.error_codes import REGISTRY
 from cartograph.server.proxy import build_proxy_server
 from cartograph.server.stdio_guard import guarded_stdio
 from tests.server.support import running
-from tests.server.test_surface import DOCUMENTED_CODES, JSON
+from tests.server.test_surface import JSON
 from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.promise("P-REL-8")
@@ -130,7 +131,7 @@ def assert_documented(replies: list[str]) -> None:
         result = message.get("result")
         if isinstance(result, dict) and result.get("isError"):
             error = (result.get("structuredContent") or {}).get("error", {})
-            assert error.get("code") in DOCUMENTED_CODES, raw
+            assert error.get("code") in REGISTRY, raw
 
 
 @pytest.mark.anyio

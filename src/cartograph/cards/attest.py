@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
+from cartograph import error_codes as codes
 from cartograph.cards.digest import server_digest, tool_digest, tool_pins
 from cartograph.cards.generators.base import CardGenerator, GeneratorInfo, ServerText
 from cartograph.cards.generators.template import TemplateGenerator
@@ -74,7 +75,7 @@ def build_body(
     if missing:
         raise GeneratorError(
             f"generator {info.name} wrote no text for {server.name!r} tools {missing[:5]}",
-            code="generator_incomplete",
+            code=codes.GENERATOR_INCOMPLETE,
         )
     tools = tuple(_tool_card(server, name, text) for name in (t.name for t in server.tools))
     return CardBody(

@@ -19,22 +19,12 @@ from typing import Any, Final
 
 import rfc8785
 
+from cartograph import error_codes as codes
 from cartograph.errors import CardFormatError
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 MAX_CARD_BYTES: Final = 8 * 1024 * 1024
 MAX_NESTING: Final = 64
-
-DUPLICATE_KEY: Final = "card_duplicate_key"
-NON_FINITE: Final = "card_non_finite"
-INTEGER_RANGE: Final = "card_integer_range"
-NON_STRING_KEY: Final = "card_non_string_key"
-BAD_STRING: Final = "card_bad_string"
-BAD_TYPE: Final = "card_bad_type"
-TOO_DEEP: Final = "card_too_deep"
-NOT_JSON: Final = "card_json"
-NOT_UTF8: Final = "card_encoding"
-TOO_LARGE: Final = "card_too_large"
 
 
 def canonical_bytes(value: Any) -> bytes:
@@ -56,7 +46,9 @@ def canonical_bytes(value: Any) -> bytes:
     try:
         return bytes(rfc8785.dumps(value))
     except rfc8785.CanonicalizationError as exc:  # defensive: check_value covers these
-        raise CardFormatError(f"cannot canonicalise value: {exc}", code=BAD_TYPE) from exc
+        raise CardFormatError(
+            f"cannot canonicalise value: {exc}", code=codes.CARD_BAD_TYPE
+        ) from exc
 
 
 def sha256_hex(data: bytes) -> str:
@@ -78,7 +70,9 @@ def _checked_plain(value: Any, depth: int) -> bool:
     and no key with a character beyond U+FFFF.
     """
     if depth > MAX_NESTING:
-        raise CardFormatError(f"JSON nested deeper than {MAX_NESTING} levels", code=TOO_DEEP)
+        raise CardFormatError(
+            f"JSON nested deeper than {MAX_NESTING} levels", code=codes.CARD_TOO_DEEP
+        )
     kind = type(value)
     if value is None or kind is bool:
         return True
@@ -109,7 +103,9 @@ def _checked_plain(value: Any, depth: int) -> bool:
 def check_value(value: Any, depth: int = 0) -> None:
     """Refuse anything JCS cannot represent exactly, each with its own code."""
     if depth > MAX_NESTING:
-        raise CardFormatError(f"JSON nested deeper than {MAX_NESTING} levels", code=TOO_DEEP)
+        raise CardFormatError(
+            f"JSON nested deeper than {MAX_NESTING} levels", code=codes.CARD_TOO_DEEP
+        )
     if value is None or isinstance(value, bool):
         return
     if isinstance(value, int):
@@ -121,32 +117,36 @@ def check_value(value: Any, depth: int = 0) -> None:
     elif isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise CardFormatError(f"object key {key!r} is not a string", code=NON_STRING_KEY)
+                raise CardFormatError(
+                    f"object key {key!r} is not a string", code=codes.CARD_NON_STRING_KEY
+                )
             _check_str(key)
             check_value(item, depth + 1)
     elif isinstance(value, Sequence):
         for item in value:
             check_value(item, depth + 1)
     else:
-        raise CardFormatError(f"value of type {type(value).__name__} is not JSON", code=BAD_TYPE)
+        raise CardFormatError(
+            f"value of type {type(value).__name__} is not JSON", code=codes.CARD_BAD_TYPE
+        )
 
 
 def _check_int(value: int) -> None:
     if abs(value) > MAX_SAFE_INTEGER:
         raise CardFormatError(
             f"integer {value} is outside ±(2^53−1) and cannot round-trip through JSON",
-            code=INTEGER_RANGE,
+            code=codes.CARD_INTEGER_RANGE,
         )
 
 
 def _check_float(value: float) -> None:
     if not math.isfinite(value):
-        raise CardFormatError(f"{value} is not a finite number", code=NON_FINITE)
+        raise CardFormatError(f"{value} is not a finite number", code=codes.CARD_NON_FINITE)
     if value.is_integer() and MAX_SAFE_INTEGER < abs(value) < 1e21:
         # JCS prints these as integer literals, which a strict reader must refuse.
         raise CardFormatError(
             f"number {value!r} is an integer outside ±(2^53−1) once canonicalised",
-            code=INTEGER_RANGE,
+            code=codes.CARD_INTEGER_RANGE,
         )
 
 
@@ -155,7 +155,8 @@ def _check_str(value: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise CardFormatError(
-            "string holds an unpaired surrogate and is not valid Unicode", code=BAD_STRING
+            "string holds an unpaired surrogate and is not valid Unicode",
+            code=codes.CARD_BAD_STRING,
         ) from exc
 
 
@@ -165,16 +166,18 @@ def loads_strict(data: bytes | str, *, limit: int = MAX_CARD_BYTES) -> Any:
         if len(data) > limit:
             raise CardFormatError(
                 f"JSON document is {len(data)} bytes, over the {limit} byte limit",
-                code=TOO_LARGE,
+                code=codes.CARD_TOO_LARGE,
             )
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise CardFormatError(f"not UTF-8: {exc}", code=NOT_UTF8) from exc
+            raise CardFormatError(f"not UTF-8: {exc}", code=codes.CARD_ENCODING) from exc
     else:
         text = data
         if len(text) > limit:
-            raise CardFormatError(f"JSON document is over the {limit} byte limit", code=TOO_LARGE)
+            raise CardFormatError(
+                f"JSON document is over the {limit} byte limit", code=codes.CARD_TOO_LARGE
+            )
     try:
         value = json.loads(
             text,
@@ -186,9 +189,9 @@ def loads_strict(data: bytes | str, *, limit: int = MAX_CARD_BYTES) -> Any:
     except CardFormatError:
         raise
     except RecursionError as exc:
-        raise CardFormatError("JSON nested too deeply", code=TOO_DEEP) from exc
+        raise CardFormatError("JSON nested too deeply", code=codes.CARD_TOO_DEEP) from exc
     except ValueError as exc:
-        raise CardFormatError(f"not valid JSON: {exc}", code=NOT_JSON) from exc
+        raise CardFormatError(f"not valid JSON: {exc}", code=codes.CARD_JSON) from exc
     check_value(value)
     return value
 
@@ -197,18 +200,20 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise CardFormatError(f"duplicate JSON key {key!r}", code=DUPLICATE_KEY)
+            raise CardFormatError(f"duplicate JSON key {key!r}", code=codes.CARD_DUPLICATE_KEY)
         result[key] = value
     return result
 
 
 def _no_constants(name: str) -> Any:
-    raise CardFormatError(f"{name} is not allowed in a card", code=NON_FINITE)
+    raise CardFormatError(f"{name} is not allowed in a card", code=codes.CARD_NON_FINITE)
 
 
 def _safe_int(text: str) -> int:
     if len(text.lstrip("-")) > 16:  # cheap guard before int() on huge digit strings
-        raise CardFormatError(f"integer {text[:20]}… is outside ±(2^53−1)", code=INTEGER_RANGE)
+        raise CardFormatError(
+            f"integer {text[:20]}… is outside ±(2^53−1)", code=codes.CARD_INTEGER_RANGE
+        )
     value = int(text)
     _check_int(value)
     return value

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from cartograph import error_codes as codes
 from cartograph.cards.digest import tool_digest, tool_pins
 from cartograph.cards.model import Pins, ToolCard
 from cartograph.cards.verified import VerifiedCards
@@ -67,19 +68,19 @@ class ToolDrift:
                 f"({what} changed); review the change with `cartograph cards diff`, "
                 f"then re-attest with `{fix}`"
             )
-            code = "tool_drifted"
+            code = codes.TOOL_DRIFTED
         elif self.status == "unattested":
             message = (
                 f"tool {self.tool!r} on server {self.server!r} is not covered by a signed "
                 f"card; attest it with `{fix}`"
             )
-            code = "tool_unattested"
+            code = codes.TOOL_UNATTESTED
         else:
             message = (
                 f"tool {self.tool!r} is in {self.server!r}'s card but the server no longer "
                 f"serves it; re-attest with `{fix}`"
             )
-            code = "tool_missing"
+            code = codes.TOOL_MISSING
         return DriftError(
             message,
             code=code,

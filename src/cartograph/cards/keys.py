@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
+from cartograph import error_codes as codes
 from cartograph.errors import KeyFileError, SignatureError
 from cartograph.fsutil import atomic_write_bytes, make_private_dirs
 
@@ -52,7 +53,7 @@ class VerifyingKey:
         if len(self.raw) != RAW_PUBLIC_KEY_BYTES:
             raise KeyFileError(
                 f"an Ed25519 public key is {RAW_PUBLIC_KEY_BYTES} bytes, got {len(self.raw)}",
-                code="key_malformed",
+                code=codes.KEY_MALFORMED,
             )
         object.__setattr__(self, "key_id", key_id_for(self.raw))
 
@@ -61,7 +62,7 @@ class VerifyingKey:
         try:
             raw = base64.b64decode(text.strip(), validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise KeyFileError("public key is not valid base64", code="key_malformed") from exc
+            raise KeyFileError("public key is not valid base64", code=codes.KEY_MALFORMED) from exc
         return cls(raw)
 
     def to_base64(self) -> str:
@@ -74,7 +75,7 @@ class VerifyingKey:
         except InvalidSignature as exc:
             raise SignatureError(
                 f"signature does not verify under key {self.key_id[:16]}…",
-                code="bad_signature",
+                code=codes.BAD_SIGNATURE,
             ) from exc
 
 
@@ -127,14 +128,14 @@ def load_private_key(path: Path) -> SigningKey:
         raise KeyFileError(
             f"{path}: private key is readable by group/world (mode {mode:04o}); "
             f"run `chmod 600 {path}`",
-            code="key_permissions",
+            code=codes.KEY_PERMISSIONS,
         )
     try:
         private = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
-        raise KeyFileError(f"{path}: not a PEM private key", code="key_malformed") from exc
+        raise KeyFileError(f"{path}: not a PEM private key", code=codes.KEY_MALFORMED) from exc
     if not isinstance(private, Ed25519PrivateKey):
-        raise KeyFileError(f"{path}: not an Ed25519 key", code="key_malformed")
+        raise KeyFileError(f"{path}: not an Ed25519 key", code=codes.KEY_MALFORMED)
     return SigningKey(private)
 
 
@@ -144,12 +145,12 @@ def load_public_key(path: Path) -> VerifyingKey:
     if any(marker in data for marker in PRIVATE_MARKERS):
         raise KeyFileError(
             f"{path}: a public key file must not contain private key material",
-            code="key_private_material",
+            code=codes.KEY_PRIVATE_MATERIAL,
         )
     lines = [ln.strip() for ln in data.decode("ascii", "replace").splitlines()]
     body = [ln for ln in lines if ln and not ln.startswith("#")]
     if len(body) != 1:
-        raise KeyFileError(f"{path}: expected one base64 key line", code="key_malformed")
+        raise KeyFileError(f"{path}: expected one base64 key line", code=codes.KEY_MALFORMED)
     return VerifyingKey.from_base64(body[0])
 
 
@@ -157,16 +158,16 @@ def _read_key_file(path: Path, kind: str) -> bytes:
     try:
         size = path.stat().st_size
         if size > MAX_KEY_FILE_BYTES:
-            raise KeyFileError(f"{path}: {kind} key file is too large", code="key_malformed")
+            raise KeyFileError(f"{path}: {kind} key file is too large", code=codes.KEY_MALFORMED)
         return path.read_bytes()
     except FileNotFoundError as exc:
         raise KeyFileError(
             f"{path}: {kind} key file not found; run `cartograph keys init`",
-            code="key_missing",
+            code=codes.KEY_MISSING,
         ) from exc
     except OSError as exc:
         raise KeyFileError(
-            f"{path}: cannot read {kind} key ({exc.strerror})", code="key_io"
+            f"{path}: cannot read {kind} key ({exc.strerror})", code=codes.KEY_IO
         ) from exc
 
 

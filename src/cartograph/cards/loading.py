@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from cartograph import error_codes as codes
 from cartograph.cards.manifest import load_with_manifest
 from cartograph.cards.paths import trust_path
 from cartograph.cards.store import CardLoadReport, CardStore
@@ -51,20 +52,20 @@ def require_serving_state(config: Config) -> None:
         raise ConfigError(
             f"{where} names no servers: add [servers.NAME] tables (or import an mcpServers "
             "file, docs/config.md), then run `cartograph bootstrap`",
-            code="no_servers",
+            code=codes.NO_SERVERS,
         )
     trust = trust_path(config)
     if not load_trust(trust).keys:
         raise CardError(
             f"no trusted key in {trust}: run `cartograph keys init` (creates the operator key "
             "and trusts it), then `cartograph bootstrap`",
-            code="no_trust",
+            code=codes.NO_TRUST,
         )
     store = CardStore(config.state_dir)
     if not set(store.servers()) & set(names):
         raise CardError(
             f"no signed card for any configured server in {store.root}: run `cartograph bootstrap`",
-            code="no_cards",
+            code=codes.NO_CARDS,
         )
 
 

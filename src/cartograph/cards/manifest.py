@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from cartograph import error_codes as codes
 from cartograph.cards.canonical import canonical_bytes, loads_strict, sha256_hex
 from cartograph.cards.keys import SigningKey
 from cartograph.cards.signing import ALGORITHM, Verification, parse_card
@@ -162,7 +163,7 @@ def read_manifest(store: CardStore, trust: TrustSet) -> Manifest | None:
         raise SignatureError(
             f"{path}: the card manifest does not match its signature (tampered or corrupted); "
             "re-sign it with `cartograph bootstrap`",
-            code="bad_manifest_signature",
+            code=codes.BAD_MANIFEST_SIGNATURE,
         ) from exc
     manifest = Manifest(int(body["version"]), sha256_hex(body_bytes), cards)
     _check_manifest_rollback(store, manifest)
@@ -181,9 +182,11 @@ def _parts(raw: Any) -> tuple[dict[str, Any], dict[str, str]]:
             and isinstance(signature["value"], str)
         )
     except (KeyError, TypeError) as exc:
-        raise CardFormatError("card manifest has the wrong shape", code="manifest_shape") from exc
+        raise CardFormatError(
+            "card manifest has the wrong shape", code=codes.MANIFEST_SHAPE
+        ) from exc
     if not ok:
-        raise CardFormatError("card manifest has the wrong shape", code="manifest_shape")
+        raise CardFormatError("card manifest has the wrong shape", code=codes.MANIFEST_SHAPE)
     return body, signature
 
 
@@ -196,7 +199,9 @@ def _entries(cards: Mapping[str, Any]) -> dict[str, ManifestEntry]:
             for server, e in cards.items()
         }
     except (KeyError, TypeError, ValueError) as exc:
-        raise CardFormatError("card manifest has the wrong shape", code="manifest_shape") from exc
+        raise CardFormatError(
+            "card manifest has the wrong shape", code=codes.MANIFEST_SHAPE
+        ) from exc
 
 
 def _decode(value: str) -> bytes:
@@ -204,7 +209,7 @@ def _decode(value: str) -> bytes:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise SignatureError(
-            "card manifest signature is not base64", code="bad_manifest_signature"
+            "card manifest signature is not base64", code=codes.BAD_MANIFEST_SIGNATURE
         ) from exc
 
 
@@ -224,7 +229,7 @@ def _check_manifest_rollback(store: CardStore, manifest: Manifest) -> None:
         raise RollbackError(
             f"card manifest is version {manifest.version}, but version {version} was already "
             "accepted (rollback or replay); restore the newer cards or run `cartograph bootstrap`",
-            code="manifest_rollback",
+            code=codes.MANIFEST_ROLLBACK,
         )
     if manifest.version > version:
         record = {"version": manifest.version, "digest": manifest.digest}
@@ -282,7 +287,7 @@ def _pinned(
         raise CardError(
             f"{card_filename(server)} is not the card the signed manifest names "
             f"(changed or added since); re-attest with `cartograph bootstrap --server {server}`",
-            code="card_not_in_manifest",
+            code=codes.CARD_NOT_IN_MANIFEST,
             server=server,
         )
     key = trust.key_for(entry.key_id, server)  # the card's signer: trusted, in scope, not revoked

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cartograph import error_codes as codes
 from cartograph.cards.keys import (
     SigningKey,
     ensure_private_dir,
@@ -52,7 +53,7 @@ def init_operator_key(config: Config, *, force: bool = False) -> OperatorKey:
         raise KeyFileError(
             f"{private}: a key already exists; pass --force to replace it (old cards will "
             "then need re-attesting, or keep the old key in the trust set during rotation)",
-            code="key_exists",
+            code=codes.KEY_EXISTS,
         )
     key = SigningKey.generate()
     ensure_private_dir(private)

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cartograph import error_codes as codes
 from cartograph.cards.canonical import canonical_digest
 from cartograph.cards.generators.base import (
     CardGenerator,
@@ -79,17 +80,17 @@ def load_overrides(path: Path | None) -> Overrides:
     if path is None or not path.exists():
         return Overrides()
     if path.stat().st_size > MAX_OVERRIDES_BYTES:
-        raise ConfigError(f"{path}: overrides file is too large", code="overrides_too_large")
+        raise ConfigError(f"{path}: overrides file is too large", code=codes.OVERRIDES_TOO_LARGE)
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
         return Overrides.model_validate(raw)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}", code="overrides_invalid") from exc
+        raise ConfigError(f"{path}: not valid TOML: {exc}", code=codes.OVERRIDES_INVALID) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(
-            f"{path}: bad override at {where}: {first['msg']}", code="overrides_invalid"
+            f"{path}: bad override at {where}: {first['msg']}", code=codes.OVERRIDES_INVALID
         ) from exc
 
 
@@ -102,7 +103,7 @@ def apply_overrides(server: ServerDef, text: ServerText, overrides: Overrides) -
     if unknown:
         raise GeneratorError(
             f"overrides for {server.name!r} name tools it does not serve: {unknown}",
-            code="override_unknown_tool",
+            code=codes.OVERRIDE_UNKNOWN_TOOL,
         )
     capability = text.capability.model_copy(
         update={
@@ -129,7 +130,7 @@ def _override_tool(
     if override.example is not None and not is_valid(override.example, tool.input_schema):
         raise GeneratorError(
             f"override example for {server.name}/{name} does not match its input schema",
-            code="override_bad_example",
+            code=codes.OVERRIDE_BAD_EXAMPLE,
         )
     fields = override.model_dump(exclude_none=True, exclude={"example"})
     example = override.example if override.example is not None else text.example

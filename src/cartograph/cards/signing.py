@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from cartograph import error_codes as codes
 from cartograph.cards.canonical import canonical_bytes, loads_strict, sha256_hex
 from cartograph.cards.keys import SigningKey
 from cartograph.cards.model import CARD_FORMAT_VERSION, Card, CardBody, Signature
@@ -71,14 +72,14 @@ def verify_card(card: Card, trust: TrustSet, *, expected_server: str) -> Verific
         raise SignatureError(
             f"card names server {card.server!r} but was presented as {expected_server!r}'s "
             f"card; re-attest with `cartograph bootstrap --server {expected_server}`",
-            code="card_server_mismatch",
+            code=codes.CARD_SERVER_MISMATCH,
             server=expected_server,
         )
     if card.signature.algorithm != ALGORITHM:
         raise SignatureError(
             f"card for {expected_server!r} uses algorithm {card.signature.algorithm!r}; "
             f"only {ALGORITHM} is accepted",
-            code="bad_algorithm",
+            code=codes.BAD_ALGORITHM,
             server=expected_server,
         )
     _require_format(card.body.format)
@@ -93,7 +94,7 @@ def verify_card(card: Card, trust: TrustSet, *, expected_server: str) -> Verific
         raise SignatureError(
             f"card for {expected_server!r} does not match its signature (tampered or "
             f"corrupted); re-attest with `cartograph bootstrap --server {expected_server}`",
-            code="bad_signature",
+            code=codes.BAD_SIGNATURE,
             server=expected_server,
         ) from exc
     return Verification(card.server, key.key_id, sha256_hex(body_bytes), card.version)
@@ -105,13 +106,13 @@ def _decode_signature(card: Card) -> bytes:
     except (binascii.Error, ValueError) as exc:
         raise SignatureError(
             f"card for {card.server!r} has a signature that is not base64",
-            code="bad_signature",
+            code=codes.BAD_SIGNATURE,
             server=card.server,
         ) from exc
     if len(raw) != 64:
         raise SignatureError(
             f"card for {card.server!r} has a {len(raw)}-byte signature; Ed25519 uses 64",
-            code="bad_signature",
+            code=codes.BAD_SIGNATURE,
             server=card.server,
         )
     return raw
@@ -121,7 +122,7 @@ def _check_unique_tools(body: CardBody) -> None:
     names = [t.name for t in body.tools]
     if len(names) != len(set(names)):
         raise CardFormatError(
-            f"card for {body.server!r} lists a tool twice", code="card_duplicate_tool"
+            f"card for {body.server!r} lists a tool twice", code=codes.CARD_DUPLICATE_TOOL
         )
 
 
@@ -139,12 +140,12 @@ def parse_card(data: bytes) -> Card:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise CardFormatError(
-            f"bad card shape at {where}: {first['msg']}", code="card_shape"
+            f"bad card shape at {where}: {first['msg']}", code=codes.CARD_SHAPE
         ) from exc
     if _typed_json(raw) != _typed_json(card.json_dict()):
         raise CardFormatError(
             "card JSON differs from its canonical model form (coerced or missing fields)",
-            code="card_not_canonical",
+            code=codes.CARD_NOT_CANONICAL,
         )
     return card
 
@@ -165,7 +166,7 @@ def _require_format(found: object) -> None:
         raise CardFormatError(
             f"card is in format {found!r}; this Cartograph reads format {CARD_FORMAT_VERSION}. "
             "Re-attest with `cartograph bootstrap`",
-            code="card_format_version",
+            code=codes.CARD_FORMAT_VERSION,
         )
 
 

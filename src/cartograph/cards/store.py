@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
+from cartograph import error_codes as codes
 from cartograph.cards.canonical import MAX_CARD_BYTES, canonical_bytes, loads_strict
 from cartograph.cards.model import Card
 from cartograph.cards.signing import (
@@ -147,7 +148,9 @@ class CardStore:
         raw = loads_strict(_read_limited(path))
         servers = raw.get("servers") if isinstance(raw, dict) else None
         if not isinstance(servers, dict):
-            raise CardFormatError(f"{path}: malformed accepted-versions record", code="card_shape")
+            raise CardFormatError(
+                f"{path}: malformed accepted-versions record", code=codes.CARD_SHAPE
+            )
         return {str(k): dict(v) for k, v in servers.items() if isinstance(v, dict)}
 
     def accepted_version(self, server: str) -> int:
@@ -215,14 +218,14 @@ class CardStore:
                 f"card for {server!r} is version {version}, but version {accepted} "
                 f"was already accepted (rollback); restore the newer card or re-attest with "
                 f"`cartograph bootstrap --server {server}`",
-                code="rollback",
+                code=codes.ROLLBACK,
                 server=server,
             )
         if version == accepted and entry.get("digest") not in (None, proof.digest):
             raise RollbackError(
                 f"card for {server!r} reuses accepted version {accepted} with different "
                 f"content; re-attest with `cartograph bootstrap --server {server}`",
-                code="version_reused",
+                code=codes.VERSION_REUSED,
                 server=server,
             )
 
@@ -256,12 +259,12 @@ def _read_limited(path: Path) -> bytes:
         size = path.stat().st_size
     except FileNotFoundError as exc:
         raise CardError(
-            f"{path}: no card; run `cartograph bootstrap`", code="card_missing"
+            f"{path}: no card; run `cartograph bootstrap`", code=codes.CARD_MISSING
         ) from exc
     if size > MAX_CARD_BYTES:
         raise CardFormatError(
             f"{path}: card file is {size} bytes, over the {MAX_CARD_BYTES} byte limit",
-            code="card_too_large",
+            code=codes.CARD_TOO_LARGE,
         )
     with path.open("rb") as handle:
         return handle.read(MAX_CARD_BYTES + 1)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from cartograph import error_codes as codes
 from cartograph.cards.keys import VerifyingKey
 from cartograph.errors import KeyFileError, RevokedKeyError, UnknownKeyError
 from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_text
@@ -65,21 +66,21 @@ class TrustSet:
             raise RevokedKeyError(
                 f"card for {server!r} is signed by revoked key {key_id[:16]}…; "
                 f"re-attest with `cartograph bootstrap --server {server}`",
-                code="revoked_key",
+                code=codes.REVOKED_KEY,
                 server=server,
             )
         if not self.keys:
             raise UnknownKeyError(
                 f"trust set is empty, so no card verifies (card for {server!r}); "
                 "run `cartograph keys init` or add keys to the trust file",
-                code="empty_trust_set",
+                code=codes.EMPTY_TRUST_SET,
                 server=server,
             )
         matches = [k for k in self.keys if k.key_id == key_id]
         if not matches:
             raise UnknownKeyError(
                 f"card for {server!r} is signed by key {key_id[:16]}…, which is not trusted",
-                code="unknown_key",
+                code=codes.UNKNOWN_KEY,
                 server=server,
             )
         scoped = [k for k in matches if k._covers(server)]
@@ -87,7 +88,7 @@ class TrustSet:
             raise UnknownKeyError(
                 f"key {key_id[:16]}… is trusted but not for server {server!r} "
                 f"(its scope: {', '.join(matches[0].servers)})",
-                code="key_out_of_scope",
+                code=codes.KEY_OUT_OF_SCOPE,
                 server=server,
             )
         return scoped[0].key
@@ -105,11 +106,11 @@ def load_trust(path: Path) -> TrustSet:
     if not path.exists():
         return TrustSet()
     if path.stat().st_size > MAX_TRUST_FILE_BYTES:
-        raise KeyFileError(f"{path}: trust file is too large", code="trust_file")
+        raise KeyFileError(f"{path}: trust file is too large", code=codes.TRUST_FILE)
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise KeyFileError(f"{path}: not valid TOML: {exc}", code="trust_file") from exc
+        raise KeyFileError(f"{path}: not valid TOML: {exc}", code=codes.TRUST_FILE) from exc
     keys = tuple(_trusted_key(path, entry) for entry in _entries(path, raw, "keys"))
     revoked = frozenset(str(_field(path, e, "id")) for e in _entries(path, raw, "revoked"))
     flagged = zip(keys, _entries(path, raw, "keys"), strict=True)
@@ -120,13 +121,13 @@ def load_trust(path: Path) -> TrustSet:
 def _entries(path: Path, raw: dict[str, Any], name: str) -> list[dict[str, Any]]:
     entries = raw.get(name, [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise KeyFileError(f"{path}: `{name}` must be an array of tables", code="trust_file")
+        raise KeyFileError(f"{path}: `{name}` must be an array of tables", code=codes.TRUST_FILE)
     return entries
 
 
 def _field(path: Path, entry: dict[str, Any], name: str) -> Any:
     if name not in entry:
-        raise KeyFileError(f"{path}: a trust entry lacks `{name}`", code="trust_file")
+        raise KeyFileError(f"{path}: a trust entry lacks `{name}`", code=codes.TRUST_FILE)
     return entry[name]
 
 
@@ -137,11 +138,11 @@ def _trusted_key(path: Path, entry: dict[str, Any]) -> TrustedKey:
         raise KeyFileError(
             f"{path}: key id {claimed[:16]}… does not match its public key "
             f"(sha256 is {key.key_id[:16]}…); fix or remove the entry",
-            code="key_id_mismatch",
+            code=codes.KEY_ID_MISMATCH,
         )
     servers = entry.get("servers", ["*"])
     if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
-        raise KeyFileError(f"{path}: `servers` must be a list of patterns", code="trust_file")
+        raise KeyFileError(f"{path}: `servers` must be a list of patterns", code=codes.TRUST_FILE)
     return TrustedKey(key, tuple(servers), str(entry.get("label", "")))
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from cartograph import error_codes as codes
 from cartograph.cards.canonical import check_value
 from cartograph.cards.model import Card, ToolCard
 from cartograph.cards.signing import Verification, body_digest, parse_card
@@ -111,7 +112,7 @@ class VerifiedCards(Mapping[str, Card]):
         if proof.server != card.server or proof.digest != body_digest(card.body):
             raise SignatureError(
                 f"card for {card.server!r} does not match its verification record",
-                code="card_not_intact",
+                code=codes.CARD_NOT_INTACT,
                 server=card.server,
             )
         self._pool.compact(card)
@@ -129,7 +130,7 @@ class VerifiedCards(Mapping[str, Card]):
             raise SignatureError(
                 f"the card file for {server!r} changed after start-up; restart the proxy "
                 f"(or re-attest with `cartograph bootstrap --server {server}`)",
-                code="card_not_intact",
+                code=codes.CARD_NOT_INTACT,
                 server=server,
             )
         card = parse_card(data)
@@ -137,7 +138,7 @@ class VerifiedCards(Mapping[str, Card]):
             raise SignatureError(
                 f"card for {server!r} does not match its manifest entry; "
                 f"re-attest with `cartograph bootstrap --server {server}`",
-                code="card_server_mismatch",
+                code=codes.CARD_SERVER_MISMATCH,
                 server=server,
             )
         self._admit(card, pin.proof)
@@ -211,7 +212,7 @@ class VerifiedCards(Mapping[str, Card]):
             raise CardError(
                 f"no verified card for server {server!r}; "
                 f"run `cartograph bootstrap --server {server}`",
-                code="card_missing",
+                code=codes.CARD_MISSING,
                 server=server,
             )
         return card
@@ -319,6 +320,6 @@ class _SharedValues:
 def _not_intact(server: str) -> SignatureError:
     return SignatureError(
         f"in-memory card for {server!r} changed after verification; refusing to serve it",
-        code="card_not_intact",
+        code=codes.CARD_NOT_INTACT,
         server=server,
     )

@@ -13,6 +13,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
+from cartograph import error_codes as codes
 from cartograph.catalog.model import Catalog
 from cartograph.errors import CatalogError
 from cartograph.fsutil import atomic_write_text
@@ -27,24 +28,24 @@ def load_catalog(path: Path) -> Catalog:
     except OSError as exc:
         raise CatalogError(
             f"{path}: cannot read catalog snapshot ({exc.strerror}); check the --catalog path",
-            code="catalog_unreadable",
+            code=codes.CATALOG_UNREADABLE,
         ) from exc
     if size > MAX_CATALOG_BYTES:
         raise CatalogError(
             f"{path}: catalog snapshot is {size} bytes, over the {MAX_CATALOG_BYTES} byte limit",
-            code="catalog_too_large",
+            code=codes.CATALOG_TOO_LARGE,
         )
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CatalogError(f"{path}: not valid JSON: {exc}", code="catalog_json") from exc
+        raise CatalogError(f"{path}: not valid JSON: {exc}", code=codes.CATALOG_JSON) from exc
     try:
         return Catalog.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise CatalogError(
-            f"{path}: bad catalog shape at {where}: {first['msg']}", code="catalog_shape"
+            f"{path}: bad catalog shape at {where}: {first['msg']}", code=codes.CATALOG_SHAPE
         ) from exc
 
 

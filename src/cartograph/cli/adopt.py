@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import ConfigError
 from cartograph.fsutil import atomic_write_text
 from cartograph.server.clients import ServerSpec, plan_edit, read_servers
@@ -80,7 +81,7 @@ def adoption_toml(servers: dict[str, Any], client_file: Path) -> str:
     for name, body in servers.items():
         where = f"{client_file}: server {name!r}"
         if not isinstance(body, dict):
-            raise ConfigError(f"{where}: an entry must be an object", code="adopt_bad_entry")
+            raise ConfigError(f"{where}: an entry must be an object", code=codes.ADOPT_BAD_ENTRY)
         lines = [f"[mcpServers.{json.dumps(name)}]"]
         for key, value in body.items():
             lines.append(f"{json.dumps(key)} = {_toml(_portable(value, folders, where))}")
@@ -94,7 +95,7 @@ def _portable(value: Any, folders: dict[str, str], where: str) -> Any:
             raise ConfigError(
                 f"{where}: {value!r} uses a VS Code input, which only VS Code can prompt for; "
                 "put the value in an environment variable, write ${env:NAME}, then adopt",
-                code="config_input_variable",
+                code=codes.CONFIG_INPUT_VARIABLE,
             )
         value = _FOLDER_VARS.sub(lambda m: folders.get(m.group(1), m.group(0)), value)
         return _ENV_VAR.sub(r"${\1}", value)
@@ -118,7 +119,7 @@ def _toml(value: Any) -> str:
     if isinstance(value, dict):
         pairs = ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items())
         return "{ " + pairs + " }" if pairs else "{}"
-    raise ConfigError(f"cannot write {value!r} as TOML", code="adopt_bad_entry")
+    raise ConfigError(f"cannot write {value!r} as TOML", code=codes.ADOPT_BAD_ENTRY)
 
 
 def _check_loads(text: str, config_path: Path, moving: dict[str, Any]) -> None:
@@ -130,14 +131,14 @@ def _check_loads(text: str, config_path: Path, moving: dict[str, Any]) -> None:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{config_path}: {exc}", code="config_toml") from None
+        raise ConfigError(f"{config_path}: {exc}", code=codes.CONFIG_TOML) from None
     names = set(moving)
     taken = names & set(raw.get("servers", {}))
     if taken:
         raise ConfigError(
             f"{config_path} already has servers named {', '.join(sorted(taken))}; rename one "
             "(in the client file or the config) and adopt again",
-            code="adopt_duplicate_server",
+            code=codes.ADOPT_DUPLICATE_SERVER,
         )
     build_config(raw, source=config_path.resolve(), environ=_lenient_environ(text))
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import anyio
 import typer
 
+from cartograph import error_codes as codes
 from cartograph.cli.app import ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr
 from cartograph.errors import ConfigError
@@ -50,14 +51,14 @@ def oauth_server(config: Config, name: str) -> ServerConfig:
         known = ", ".join(s.name for s in config.servers if s.auth == "oauth") or "(none)"
         raise ConfigError(
             f"no server {name!r} in {config.source}; servers with auth = 'oauth': {known}",
-            code="unknown_server",
+            code=codes.UNKNOWN_SERVER,
             server=name,
         )
     if server.auth != "oauth":
         raise ConfigError(
             f'server {name!r} is not configured for OAuth; add auth = "oauth" to '
             f"[servers.{name}] in {config.source}",
-            code="oauth_not_configured",
+            code=codes.OAUTH_NOT_CONFIGURED,
             server=name,
         )
     return server

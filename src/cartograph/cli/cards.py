@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cartograph import error_codes as codes
 from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout
 from cartograph.errors import CardError, ConfigError
@@ -47,7 +48,9 @@ def _config(config_path: Path | None, state_dir: Path | None, *, required: bool 
     if path.exists():
         config = load_config(path)
     elif required or config_path is not None:
-        raise ConfigError(f"{path}: config file not found; pass --config", code="config_missing")
+        raise ConfigError(
+            f"{path}: config file not found; pass --config", code=codes.CONFIG_MISSING
+        )
     else:
         config = Config()
     if state_dir is not None:
@@ -142,7 +145,7 @@ def _generator(cfg: Config, name: str | None) -> Any:
 
     choice = name or cfg.cards.generator
     if choice not in ("template", "llm"):
-        raise ConfigError(f"--generator {choice!r}: use template or llm", code="bad_generator")
+        raise ConfigError(f"--generator {choice!r}: use template or llm", code=codes.BAD_GENERATOR)
     base: Any = LLMGenerator(cfg.cards.llm) if choice == "llm" else TemplateGenerator()
     return OverridingGenerator(base, load_overrides(cfg.cards.overrides))
 
@@ -179,7 +182,7 @@ def bootstrap(
         if unknown:
             raise ConfigError(
                 f"--server {', '.join(unknown)}: not in the federation (or it failed to connect)",
-                code="unknown_server",
+                code=codes.UNKNOWN_SERVER,
             )
     todo = [s for s in federation.servers if only is None or s.name in only]
     with _progress() as bar:
@@ -258,7 +261,7 @@ def cards_verify(
     # A configured server with no card file at all is a failure too: `serve` cannot serve it.
     missing = [s.name for s in cfg.enabled_servers if s.name not in store.servers()]
     rows += [
-        [s, "card_missing", "", "", f"no card file; run `cartograph bootstrap --server {s}`"]
+        [s, codes.CARD_MISSING, "", "", f"no card file; run `cartograph bootstrap --server {s}`"]
         for s in missing
     ]
     rows.sort(key=lambda r: str(r[0]))
@@ -296,7 +299,7 @@ def cards_show(
     if server not in store.servers():
         raise CardError(
             f"no card for {server!r} in {store.root}; run `cartograph bootstrap --server {server}`",
-            code="card_missing",
+            code=codes.CARD_MISSING,
         )
     card, proof = store.verify_one(server, load_trust(trust_path(cfg)))
     if json_out:

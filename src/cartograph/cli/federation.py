@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 
+from cartograph import error_codes as codes
 from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout
 from cartograph.errors import ConfigError
@@ -105,7 +106,7 @@ def only_servers(config: Config, names: Iterable[str]) -> Config:
     if unknown:
         raise ConfigError(
             f"--server {', '.join(unknown)}: no such server in {config.source}",
-            code="unknown_server",
+            code=codes.UNKNOWN_SERVER,
         )
     return config.model_copy(
         update={"servers": tuple(s for s in config.servers if s.name in wanted)}

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Final
 
 import typer
 
+from cartograph import error_codes as codes
 from cartograph.cli.app import ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout
 from cartograph.errors import CartographError, ConfigError
@@ -123,7 +124,7 @@ class ProjectRecord:
         if not path.exists():
             raise ConfigError(
                 f"{path} does not exist; run `cartograph connect --client CLIENT` first.",
-                code="no_client_project",
+                code=codes.NO_CLIENT_PROJECT,
             )
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
@@ -132,7 +133,7 @@ class ProjectRecord:
         except (json.JSONDecodeError, TypeError, KeyError) as exc:
             raise ConfigError(
                 f"{path} is not a Cartograph client record ({exc}); re-run connect.",
-                code="bad_client_project",
+                code=codes.BAD_CLIENT_PROJECT,
             ) from exc
 
     @classmethod
@@ -152,10 +153,10 @@ def fetch_health(url: str, *, token: str | None = None) -> dict[str, Any]:
     except (httpx.HTTPError, ValueError) as exc:
         raise ConfigError(
             f"cannot read {url}/health: {exc}; is `cartograph serve --http` running?",
-            code="health_unreachable",
+            code=codes.HEALTH_UNREACHABLE,
         ) from exc
     if not isinstance(doc, dict):
-        raise ConfigError(f"{url}/health did not return an object.", code="health_shape")
+        raise ConfigError(f"{url}/health did not return an object.", code=codes.HEALTH_SHAPE)
     return doc
 
 
@@ -168,7 +169,7 @@ def expected_entries(url: str, entry: str, shape: ServerShape) -> dict[str, str]
         raise ConfigError(
             "the server listed no catalogs for this client; pass a token that reaches them "
             "(--token-env).",
-            code="no_visible_catalogs",
+            code=codes.NO_VISIBLE_CATALOGS,
         )
     if len(shape.catalogs) == 1:
         return {entry: base + shape.catalog_paths[shape.catalogs[0]]}
@@ -547,7 +548,7 @@ def bridge(
             raise ConfigError(
                 f"--token-env {token_env}: the variable is not set; set it in the client "
                 "entry's env",
-                code="bridge_token_missing",
+                code=codes.BRIDGE_TOKEN_MISSING,
             )
         headers["Authorization"] = f"Bearer {token}"
     stderr.print(f"cartograph bridge: stdio <-> {url}", highlight=False)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cartograph import error_codes as codes
 from cartograph.cli.app import ConfigOption, JsonOption, app, load_config_or_defaults
 from cartograph.cli.output import print_json, print_table, stderr, stdout
 from cartograph.errors import ConfigError
@@ -163,7 +164,7 @@ def parse_date(text: str) -> float:
     except ValueError as exc:
         raise ConfigError(
             f"--before {text!r} is not a date; use YYYY-MM-DD or ISO 8601, e.g. 2026-01-31",
-            code="bad_date",
+            code=codes.BAD_DATE,
         ) from exc
     if parsed.tzinfo is not None:
         return parsed.timestamp()
@@ -194,7 +195,8 @@ def eval_learning(
     modes = MODES if feedback == "both" else tuple(m for m in MODES if m == feedback)
     if not modes:
         raise ConfigError(
-            f"--feedback must be surfaced, oracle or both, not {feedback!r}", code="bad_feedback"
+            f"--feedback must be surfaced, oracle or both, not {feedback!r}",
+            code=codes.BAD_FEEDBACK,
         )
     with stderr.status("replaying…") as spinner:
         report = run_learning_eval(

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Final
 import anyio
 import typer
 
+from cartograph import error_codes as codes
 from cartograph.cli.app import (
     CatalogOption,
     ConfigOption,
@@ -92,7 +93,7 @@ def _discover_once(
         raise ConfigError(
             f"no config file at {resolve_config_path(config_path)}: pass --config, or write one "
             "(docs/config.md) and run `cartograph keys init` and `cartograph bootstrap`",
-            code="config_missing",
+            code=codes.CONFIG_MISSING,
         )
     chosen = pick_catalog(cfg, catalog_name)
     if attest:
@@ -213,7 +214,7 @@ def eval_command(
     from cartograph.eval.run import run_eval
 
     if catalog is None:
-        raise ConfigError("eval needs --catalog catalog.json", code="eval_needs_catalog")
+        raise ConfigError("eval needs --catalog catalog.json", code=codes.EVAL_NEEDS_CATALOG)
     if learning:
         from cartograph.cli.learning import eval_learning
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import anyio
 import typer
 
+from cartograph import error_codes as codes
 from cartograph.cli.app import ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout, working
 from cartograph.errors import ConfigError
@@ -48,7 +49,9 @@ def _load(config_path: Path | None, mode: str | None = None) -> Config:
     config = load_config(resolve_config_path(config_path))
     if mode is not None:
         if mode not in ("pooled", "oneshot"):
-            raise ConfigError(f"--mode {mode!r}: use pooled or oneshot", code="bad_gateway_mode")
+            raise ConfigError(
+                f"--mode {mode!r}: use pooled or oneshot", code=codes.BAD_GATEWAY_MODE
+            )
         gateway = config.gateway.model_copy(update={"mode": mode})
         config = config.model_copy(update={"gateway": gateway})
     return config
@@ -71,7 +74,7 @@ def pick_catalog(config: Config, name: str | None) -> ResolvedCatalog:
         raise ConfigError(
             f"{len(catalogs)} catalogs are configured ({', '.join(known)}); "
             "choose one with --catalog-name NAME",
-            code="catalog_name_required",
+            code=codes.CATALOG_NAME_REQUIRED,
             catalogs=known,
         )
     for catalog in catalogs:
@@ -79,7 +82,7 @@ def pick_catalog(config: Config, name: str | None) -> ResolvedCatalog:
             return catalog
     raise ConfigError(
         f"no catalog named {name!r}; {did_you_mean(name, known, what='configured')}",
-        code="unknown_catalog",
+        code=codes.UNKNOWN_CATALOG,
     )
 
 
@@ -92,7 +95,7 @@ def check_server_in(catalog: ResolvedCatalog, server: str) -> None:
         hint = did_you_mean(server, members, what=f"servers in catalog {catalog.name!r}")
         raise ConfigError(
             f"no server {server!r} in catalog {catalog.name!r}; {hint}",
-            code="unknown_server",
+            code=codes.UNKNOWN_SERVER,
             server=server,
         )
 
@@ -246,7 +249,7 @@ async def _call_once(
     try:
         parsed = json.loads(raw_arguments)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"arguments are not JSON: {exc}", code="bad_arguments") from exc
+        raise ConfigError(f"arguments are not JSON: {exc}", code=codes.BAD_ARGUMENTS) from exc
     runtime = await start_runtime(
         config,
         catalog,

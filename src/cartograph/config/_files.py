@@ -11,6 +11,7 @@ import os
 import stat
 from pathlib import Path
 
+from cartograph import error_codes as codes
 from cartograph.errors import ConfigError
 
 
@@ -20,17 +21,19 @@ def read_bounded(path: Path, limit: int, *, hint: str) -> bytes:
         with path.open("rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise ConfigError(
-                    f"{path}: not a regular file; {hint}", code="config_missing", file=str(path)
+                    f"{path}: not a regular file; {hint}", code=codes.CONFIG_MISSING, file=str(path)
                 )
             data = handle.read(limit + 1)
     except OSError as exc:
         raise ConfigError(
-            f"{path}: cannot read ({exc.strerror}); {hint}", code="config_missing", file=str(path)
+            f"{path}: cannot read ({exc.strerror}); {hint}",
+            code=codes.CONFIG_MISSING,
+            file=str(path),
         ) from None
     if len(data) > limit:
         raise ConfigError(
             f"{path}: over the {limit} byte limit for a config file",
-            code="config_too_large",
+            code=codes.CONFIG_TOO_LARGE,
             file=str(path),
         )
     return data

@@ -13,6 +13,7 @@ import re
 from collections.abc import Collection, Iterable
 from typing import Final, Literal, get_args
 
+from cartograph import error_codes as codes
 from cartograph.errors import ConfigError
 
 MountMode = Literal["per-catalog", "routed"]
@@ -31,16 +32,16 @@ def check_catalog_names(names: Iterable[str], mount_mode: MountMode) -> None:
             raise ConfigError(
                 f"catalog name {name!r} is not usable in a URL path; use lower-case letters, "
                 "digits, '-' and '_' (at most 63 characters).",
-                code="bad_catalog_name",
+                code=codes.BAD_CATALOG_NAME,
             )
         if name in seen:
-            raise ConfigError(f"catalog {name!r} is declared twice.", code="duplicate_catalog")
+            raise ConfigError(f"catalog {name!r} is declared twice.", code=codes.DUPLICATE_CATALOG)
         seen.add(name)
         if mount_mode == "routed" and name == ROUTED_NAME:
             raise ConfigError(
                 f'catalog "{ROUTED_NAME}" collides with the routed mount\'s own path /mcp/routed; '
                 f'rename it (catalogs[name="{ROUTED_NAME}"].name) or turn routing off.',
-                code="catalog_name_reserved",
+                code=codes.CATALOG_NAME_RESERVED,
             )
 
 
@@ -52,7 +53,7 @@ def check_explicit_prefix(catalog: str, tool_prefix: str, mount_mode: MountMode)
             f"catalog {catalog!r} sets {key} = {tool_prefix!r}, but routing is on and the "
             f"routed mount serves bare tool names; remove {key} or set http.mount_mode = "
             '"per-catalog".',
-            code="prefix_with_routing",
+            code=codes.PREFIX_WITH_ROUTING,
             catalog=catalog,
             key=key,
         )
@@ -60,7 +61,7 @@ def check_explicit_prefix(catalog: str, tool_prefix: str, mount_mode: MountMode)
         raise ConfigError(
             f"{key} = {tool_prefix!r} is not a valid tool-name prefix; use 1-32 of "
             "A-Z a-z 0-9 _ . -",
-            code="bad_tool_prefix",
+            code=codes.BAD_TOOL_PREFIX,
         )
 
 
@@ -71,7 +72,7 @@ def check_members(catalog: str, members: Iterable[str], servers: Collection[str]
             raise ConfigError(
                 f'catalogs[name="{catalog}"].servers names {name!r}, which is not a configured '
                 "server; add it as [servers.NAME] or remove it from the catalog.",
-                code="unknown_catalog_server",
+                code=codes.UNKNOWN_CATALOG_SERVER,
             )
 
 

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from cartograph import error_codes as codes
 from cartograph.config.catalog_rules import (
     DEFAULT_CATALOG_NAME,
     MOUNT_MODES,
@@ -79,7 +80,7 @@ def _checked_mode(value: str, source: str) -> MountMode:
         return "per-catalog"
     raise ConfigError(
         f"{source}={value!r} is not a mount mode; use one of: {', '.join(MOUNT_MODES)}.",
-        code="bad_mount_mode",
+        code=codes.BAD_MOUNT_MODE,
     )
 
 

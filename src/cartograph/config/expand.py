@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import ConfigError
 
 _NAME: Final = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -77,7 +78,7 @@ def expand(
                 f"{where}: {match.group(0)!r} is not a variable Cartograph knows "
                 "(use ${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder} or ${userHome}; "
                 "$$ is a literal $)",
-                code="config_unknown_variable",
+                code=codes.CONFIG_UNKNOWN_VARIABLE,
                 variable=match.group("other"),
             )
         name = match.group("env") or match.group("name")
@@ -97,7 +98,7 @@ def _from_env(name: str, default: str | None, environ: Mapping[str, str], where:
     raise ConfigError(
         f"{where}: environment variable {name!r} is not set "
         f"(set it, or write ${{{name}:-default}})",
-        code="config_env_var",
+        code=codes.CONFIG_ENV_VAR,
         variable=name,
     )
 
@@ -107,6 +108,6 @@ def _input_error(input_id: str, where: str) -> ConfigError:
         f"{where}: ${{input:{input_id}}} is a VS Code input, which VS Code asks the user for; "
         f"Cartograph cannot prompt, so put the value of input {input_id!r} in an environment "
         "variable and write ${env:NAME} instead",
-        code="config_input_variable",
+        code=codes.CONFIG_INPUT_VARIABLE,
         input=input_id,
     )

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import ConfigError
 
 _WS: Final = " \t\r\n"
@@ -72,7 +73,7 @@ def _string_end(text: str, start: int) -> int:
     return len(text)
 
 
-def loads(text: str, *, where: str, code: str = "client_config_json", **options: Any) -> Any:
+def loads(text: str, *, where: str, code: str = codes.CLIENT_CONFIG_JSON, **options: Any) -> Any:
     """Parse JSONC; a syntax error names ``where``, the line and the column."""
     try:
         return json.loads(blank_comments(text), **options)
@@ -130,7 +131,7 @@ def set_entry(text: str, container: str, name: str, value: Any) -> str:
         body = {name: value}
         return _insert(text, blanked, top_members, top_close, container, body, depth=1)
     if blanked[box.value_start] != "{":
-        raise ConfigError(f"{container!r} is not an object", code="client_config_shape")
+        raise ConfigError(f"{container!r} is not an object", code=codes.CLIENT_CONFIG_SHAPE)
     inner, close = members(blanked, box.value_start)
     existing = next((m for m in inner if m.key == name), None)
     if existing is not None:

@@ -23,6 +23,7 @@ from typing import Any, Final, TypeVar, get_args
 import httpx2
 from pydantic import BaseModel, ValidationError
 
+from cartograph import error_codes as codes
 from cartograph.config._files import read_bounded
 from cartograph.config.expand import Folders, expand
 from cartograph.config.mcp_json import (
@@ -80,13 +81,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"{path}: not UTF-8 text ({exc.reason})", code="config_toml", file=str(path)
+            f"{path}: not UTF-8 text ({exc.reason})", code=codes.CONFIG_TOML, file=str(path)
         ) from None
     try:
         return tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise ConfigError(
-            f"{path}: TOML syntax error: {exc}", code="config_toml", file=str(path)
+            f"{path}: TOML syntax error: {exc}", code=codes.CONFIG_TOML, file=str(path)
         ) from None
 
 
@@ -111,7 +112,9 @@ def build_config(raw: dict[str, Any], *, source: Path, environ: Mapping[str, str
 
 def _table(value: Any, *, where: str, key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: key {key!r}: must be a table", code="config_invalid", key=key)
+        raise ConfigError(
+            f"{where}: key {key!r}: must be a table", code=codes.CONFIG_INVALID, key=key
+        )
     return value
 
 
@@ -122,7 +125,7 @@ def _defaults(value: Any, source: Path) -> dict[str, Any]:
             raise ConfigError(
                 f"{source}: [defaults]: key {key!r}: unknown key; "
                 f"{did_you_mean(key, _DEFAULT_KEYS, what='allowed')}",
-                code="config_unknown_key",
+                code=codes.CONFIG_UNKNOWN_KEY,
                 key=key,
             )
     return table
@@ -167,7 +170,7 @@ def _imported_entries(value: Any, source: Path, environ: Mapping[str, str]) -> l
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(
             f"{source}: key 'mcp_json': must be a path or a list of paths",
-            code="config_invalid",
+            code=codes.CONFIG_INVALID,
             key="mcp_json",
         )
     entries = []
@@ -186,20 +189,20 @@ def _check_server_names(entries: list[_Entry]) -> None:
         if not isinstance(entry.name, str) or not _NAME.match(entry.name):
             raise ConfigError(
                 f"{entry.where}: a server name is 1-64 letters, digits, space, '_', '-' or '.'",
-                code="config_bad_name",
+                code=codes.CONFIG_BAD_NAME,
                 server=entry.name,
             )
         if normalise_name(entry.name) in {normalise_name(w) for w in PROXY_TOOL_NAMES}:
             raise ConfigError(
                 f"{entry.where}: the name collides with Cartograph's proxy tool "
                 f"{entry.name!r} ({', '.join(sorted(PROXY_TOOL_NAMES))} are reserved); rename it",
-                code="config_reserved_name",
+                code=codes.CONFIG_RESERVED_NAME,
                 server=entry.name,
             )
         if entry.name in seen:
             raise ConfigError(
                 f"{entry.source} duplicates {seen[entry.name].source}; server names must be unique",
-                code="config_duplicate_server",
+                code=codes.CONFIG_DUPLICATE_SERVER,
                 server=entry.name,
             )
         seen[entry.name] = entry
@@ -216,7 +219,7 @@ def _server(entry: _Entry, defaults: dict[str, Any], environ: Mapping[str, str])
             raise ConfigError(
                 f"{entry.where}: key {key!r}: unknown key; "
                 f"{did_you_mean(key, _SERVER_KEYS, what='allowed')}",
-                code="config_unknown_key",
+                code=codes.CONFIG_UNKNOWN_KEY,
                 server=entry.name,
                 key=key,
             )
@@ -282,7 +285,7 @@ def _check_auth(body: dict[str, Any], entry: _Entry) -> None:
         raise ConfigError(
             f"{entry.where}: key 'auth': OAuth is for HTTP servers (url = ...); a stdio "
             "server takes its credentials from env",
-            code="oauth_needs_http",
+            code=codes.OAUTH_NEEDS_HTTP,
             server=entry.name,
             key="auth",
         )
@@ -293,13 +296,13 @@ def _check_endpoint(body: dict[str, Any], entry: _Entry) -> None:
     if command is not None and url is not None:
         raise ConfigError(
             f"{entry.where}: keys 'command' and 'url': set one (stdio) or the other (HTTP/SSE)",
-            code="config_conflicting_transport",
+            code=codes.CONFIG_CONFLICTING_TRANSPORT,
             server=entry.name,
         )
     if transport == "stdio" and (not isinstance(command, str) or not command.strip()):
         raise ConfigError(
             f"{entry.where}: key 'command': a stdio server needs a command to run",
-            code="config_missing_command",
+            code=codes.CONFIG_MISSING_COMMAND,
             server=entry.name,
             key="command",
         )
@@ -321,7 +324,7 @@ def _check_url(url: Any, entry: _Entry) -> None:
     if problem is not None:
         raise ConfigError(
             f"{entry.where}: key 'url': {problem}",
-            code="config_bad_url",
+            code=codes.CONFIG_BAD_URL,
             server=entry.name,
             key="url",
         )
@@ -344,7 +347,7 @@ def _server_paths(body: dict[str, Any], base: Path, entry: _Entry) -> dict[str, 
 
 def _path(value: str, base: Path, *, where: str = "") -> Path:
     if "\x00" in value:
-        raise ConfigError(f"{where}: a path cannot contain NUL", code="config_invalid")
+        raise ConfigError(f"{where}: a path cannot contain NUL", code=codes.CONFIG_INVALID)
     path = Path(os.path.expanduser(value))
     return path if path.is_absolute() else Path(os.path.normpath(base / path))
 
@@ -361,7 +364,7 @@ def _validate(model: type[M], data: dict[str, Any], *, where: str) -> M:
         # Model validators (catalogs) raise without knowing the file; name it here.
         raise ConfigError(f"{where}: {exc.message}", code=exc.code, **exc.details) from None
     except (ValueError, TypeError, OverflowError) as exc:
-        raise ConfigError(f"{where}: {exc}", code="config_invalid") from None
+        raise ConfigError(f"{where}: {exc}", code=codes.CONFIG_INVALID) from None
 
 
 def _config_error(exc: ValidationError, where: str, model: type[BaseModel]) -> ConfigError:
@@ -372,13 +375,13 @@ def _config_error(exc: ValidationError, where: str, model: type[BaseModel]) -> C
         known = _sibling_keys(model, first["loc"][:-1])
         hint = f"; {did_you_mean(str(first['loc'][-1]), known, what='allowed')}" if known else ""
         return ConfigError(
-            f"{where}: key {key!r}: unknown key{hint}", code="config_unknown_key", key=key
+            f"{where}: key {key!r}: unknown key{hint}", code=codes.CONFIG_UNKNOWN_KEY, key=key
         )
     if first["type"] == "missing":
         return ConfigError(
-            f"{where}: key {key!r}: required key is missing", code="config_missing_key", key=key
+            f"{where}: key {key!r}: required key is missing", code=codes.CONFIG_MISSING_KEY, key=key
         )
-    return ConfigError(f"{where}: key {key!r}: {first['msg']}", code="config_invalid", key=key)
+    return ConfigError(f"{where}: key {key!r}: {first['msg']}", code=codes.CONFIG_INVALID, key=key)
 
 
 def _sibling_keys(model: type[BaseModel], parents: tuple[int | str, ...]) -> list[str]:

@@ -19,6 +19,7 @@ from pathlib import Path, PurePath
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from cartograph import error_codes as codes
 from cartograph.config import jsonc
 from cartograph.config._files import read_bounded
 from cartograph.errors import ConfigError
@@ -60,17 +61,17 @@ def read_mcp_json(path: Path, *, imported_by: Path) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
         data = jsonc.loads(
-            text, where=str(path), code="config_mcp_json", object_pairs_hook=_unique_keys
+            text, where=str(path), code=codes.CONFIG_MCP_JSON, object_pairs_hook=_unique_keys
         )
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"{path}: not UTF-8 text ({exc.reason})", code="config_mcp_json", file=str(path)
+            f"{path}: not UTF-8 text ({exc.reason})", code=codes.CONFIG_MCP_JSON, file=str(path)
         ) from None
     except _DuplicateKey as exc:
         raise ConfigError(
             f"{path}: key {exc.key!r} appears twice in one object; JSON readers disagree on "
             "which one wins, so remove one.",
-            code="config_duplicate_key",
+            code=codes.CONFIG_DUPLICATE_KEY,
             file=str(path),
             key=exc.key,
         ) from None
@@ -101,19 +102,19 @@ def server_mapping(data: Any, *, where: str) -> dict[str, Any]:
     """
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{where}: expected a JSON object with 'mcpServers'", code="config_mcp_json"
+            f"{where}: expected a JSON object with 'mcpServers'", code=codes.CONFIG_MCP_JSON
         )
     if "mcpServers" in data and "servers" in data:
         raise ConfigError(
             f"{where}: both 'mcpServers' and 'servers' are present; Cartograph would use one "
             "and drop the other's servers, so move them all under one key.",
-            code="config_mcp_json_ambiguous",
+            code=codes.CONFIG_MCP_JSON_AMBIGUOUS,
         )
     servers = data.get("mcpServers", data.get("servers"))
     if not isinstance(servers, dict):
         raise ConfigError(
             f"{where}: no 'mcpServers' (or VS Code 'servers') object found",
-            code="config_mcp_json",
+            code=codes.CONFIG_MCP_JSON,
         )
     return servers
 
@@ -121,12 +122,12 @@ def server_mapping(data: Any, *, where: str) -> dict[str, Any]:
 def to_native(entry: Any, *, where: str) -> dict[str, Any]:
     """Translate one standard entry into Cartograph's server keys."""
     if not isinstance(entry, dict):
-        raise ConfigError(f"{where}: a server entry must be an object", code="config_invalid")
+        raise ConfigError(f"{where}: a server entry must be an object", code=codes.CONFIG_INVALID)
     for key in entry:
         if key not in _MAPPED and key not in _IGNORED:
             raise ConfigError(
                 f"{where}: key {key!r}: unknown key in an mcpServers entry",
-                code="config_unknown_key",
+                code=codes.CONFIG_UNKNOWN_KEY,
                 key=str(key),
             )
     native = {
@@ -137,7 +138,7 @@ def to_native(entry: Any, *, where: str) -> dict[str, Any]:
         if not isinstance(kind, str) or kind not in _TYPES:
             raise ConfigError(
                 f"{where}: key 'type': {kind!r} is not one of {sorted(_TYPES)}",
-                code="config_invalid",
+                code=codes.CONFIG_INVALID,
                 key="type",
             )
         native["transport"] = _TYPES[kind]
@@ -146,7 +147,7 @@ def to_native(entry: Any, *, where: str) -> dict[str, Any]:
         if not isinstance(disabled, bool):
             raise ConfigError(
                 f"{where}: key 'disabled': must be true or false",
-                code="config_invalid",
+                code=codes.CONFIG_INVALID,
                 key="disabled",
             )
         native["enabled"] = not disabled
@@ -159,7 +160,7 @@ def _tool_list(value: Any, *, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ConfigError(
             f"{where}: key 'disabledTools': must be a list of tool names",
-            code="config_invalid",
+            code=codes.CONFIG_INVALID,
             key="disabledTools",
         )
     return list(value)

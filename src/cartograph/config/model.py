@@ -13,6 +13,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cartograph import error_codes as codes
 from cartograph.config.catalog_rules import (
     MountMode,
     check_catalog_names,
@@ -222,8 +223,8 @@ def check_token_entries(tokens: Sequence[TokenConfig]) -> None:
     by_env: dict[str, int] = {}
     for index, entry in enumerate(tokens):
         for seen, key, code, what in (
-            (by_principal, entry.principal, "duplicate_principal", "principal name"),
-            (by_env, entry.token_env, "duplicate_token", "token variable"),
+            (by_principal, entry.principal, codes.DUPLICATE_PRINCIPAL, "principal name"),
+            (by_env, entry.token_env, codes.DUPLICATE_TOKEN, "token variable"),
         ):
             if key in seen:
                 first = seen[key]

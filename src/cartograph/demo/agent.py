@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
+from cartograph import error_codes as codes
 from cartograph.demo.loopback import DEMO_HTTP_PORT_ENV
 from cartograph.errors import DemoError
 
@@ -166,5 +167,5 @@ def _structured(result: CallToolResult, tool: str) -> dict[str, Any]:
     if result.is_error or not isinstance(body, dict):
         error = (body or {}).get("error", {}) if isinstance(body, dict) else {}
         message = error.get("message") or result_text(result) or json.dumps(body)
-        raise DemoError(f"{tool} failed: {message}", code=error.get("code", "demo_failed"))
+        raise DemoError(f"{tool} failed: {message}", code=error.get("code", codes.DEMO_FAILED))
     return body

@@ -20,6 +20,7 @@ from typing import Final, Literal
 import anyio
 from anyio.abc import Process
 
+from cartograph import error_codes as codes
 from cartograph.errors import UpstreamTimeout, UpstreamUnavailable
 
 DEMO_HTTP_PORT_ENV: Final = "CARTOGRAPH_DEMO_HTTP_PORT"
@@ -73,7 +74,7 @@ async def everything_over_http(
     if not everything_available(demo_dir):
         raise UpstreamUnavailable(
             f"{demo_dir / EVERYTHING_SCRIPT} is missing; run scripts/setup",
-            code="upstream_command_not_found",
+            code=codes.UPSTREAM_COMMAND_NOT_FOUND,
         )
     port = port if port is not None and port_is_free(port) else free_port()
     env = {**os.environ, "PORT": str(port)}
@@ -105,11 +106,11 @@ async def _wait_listening(port: int, process: Process) -> None:
             return
         raise UpstreamUnavailable(
             f"the demo HTTP upstream exited with status {process.returncode} before listening",
-            code="upstream_exited",
+            code=codes.UPSTREAM_EXITED,
         )
     raise UpstreamTimeout(
         f"the demo HTTP upstream did not listen on 127.0.0.1:{port} within {START_TIMEOUT:g}s",
-        code="upstream_timeout",
+        code=codes.UPSTREAM_TIMEOUT,
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from cartograph import error_codes as codes
 from cartograph.errors import CatalogError
 from cartograph.eval.metrics import Judgement
 
@@ -43,7 +44,7 @@ def load_queries(path: Path) -> list[EvalQuery]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise CatalogError(
-            f"cannot read queries file {path}: {exc}", code="queries_unreadable"
+            f"cannot read queries file {path}: {exc}", code=codes.QUERIES_UNREADABLE
         ) from exc
     queries: list[EvalQuery] = []
     for number, line in enumerate(lines, start=1):
@@ -55,8 +56,8 @@ def load_queries(path: Path) -> list[EvalQuery]:
             raise CatalogError(
                 f"{path}:{number}: not a query object with id, query and gold "
                 f"({exc.__class__.__name__})",
-                code="bad_query_line",
+                code=codes.BAD_QUERY_LINE,
             ) from exc
     if not queries:
-        raise CatalogError(f"{path} holds no queries", code="no_queries")
+        raise CatalogError(f"{path} holds no queries", code=codes.NO_QUERIES)
     return queries

@@ -32,6 +32,7 @@ from typing import Final, Literal
 import numpy as np
 from pydantic import BaseModel
 
+from cartograph import error_codes as codes
 from cartograph.errors import ConfigError
 from cartograph.eval.bootstrap import bootstrap_interval
 from cartograph.eval.data import EvalQuery
@@ -244,7 +245,7 @@ def run_learning_eval(
     from cartograph.index.embedders import get_embedder
 
     if not 0.0 <= noise < 1.0:
-        raise ConfigError(f"--noise must be in [0, 1), got {noise}", code="bad_noise")
+        raise ConfigError(f"--noise must be in [0, 1), got {noise}", code=codes.BAD_NOISE)
     queries = load_queries(queries_path)
     if limit is not None:  # a seeded sample, then the seeded replay order
         random.Random(seed).shuffle(queries)  # noqa: S311

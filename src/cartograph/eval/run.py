@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from cartograph import error_codes as codes
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.store import CardStore
 from cartograph.cards.trust import load_trust
@@ -46,6 +47,7 @@ def _load_cards(cards_dir: Path, trust: Path | None) -> VerifiedCards:
     """Signed cards from a folder, verified against ``trust`` (never trusted blindly)."""
     if trust is None:
         raise ConfigError(
-            "--cards needs --trust FILE naming the keys that signed them", code="eval_needs_trust"
+            "--cards needs --trust FILE naming the keys that signed them",
+            code=codes.EVAL_NEEDS_TRUST,
         )
     return CardStore(cards_dir).load_verified(load_trust(trust))

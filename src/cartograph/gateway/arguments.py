@@ -19,6 +19,7 @@ import jsonschema
 from jsonschema.exceptions import SchemaError as JsonSchemaError
 from jsonschema.validators import validator_for
 
+from cartograph import error_codes as codes
 from cartograph.errors import ArgumentError
 
 META_KEYS: Final = ("server", "tool", "arguments")
@@ -61,7 +62,7 @@ def _refuse(reason: str, server: str = "<server>", tool: str = "<tool>") -> Argu
     example = corrective_example(server, tool)
     return ArgumentError(
         f"malformed call: {reason}. Pass exactly: {example}",
-        code="bad_meta_call",
+        code=codes.BAD_META_CALL,
         example=example,
     )
 

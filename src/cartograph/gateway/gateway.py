@@ -24,6 +24,7 @@ import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult
 
+from cartograph import error_codes as codes
 from cartograph.config.model import GatewayConfig, ServerConfig
 from cartograph.errors import (
     UnknownToolError,
@@ -57,7 +58,7 @@ _T = TypeVar("_T")
 Operation = Callable[[Upstream], Awaitable[_T]]
 """One request on an upstream session, run under the gateway's guards."""
 
-RESTARTABLE_CODES: Final = frozenset({"upstream_session_closed"})
+RESTARTABLE_CODES: Final = frozenset({codes.UPSTREAM_SESSION_CLOSED})
 """Failures that provably happened before the request left: safe to restart and resend."""
 
 
@@ -221,7 +222,7 @@ class Gateway:
         if cfg is None:
             raise UnknownToolError(
                 f"no upstream server named {server!r}; call `discover` to find tools",
-                code="unknown_server",
+                code=codes.UNKNOWN_SERVER,
                 server=server,
             )
         return cfg
@@ -302,7 +303,7 @@ class Gateway:
         """Register the call so shutdown can end it with an error (P-REL-7)."""
         if self._closing:
             raise UpstreamUnavailable(
-                "the proxy is shutting down", code="shutting_down", server=server
+                "the proxy is shutting down", code=codes.SHUTTING_DOWN, server=server
             )
         scope = anyio.CancelScope()
         self._in_flight.scopes.add(scope)
@@ -316,7 +317,7 @@ class Gateway:
         if scope.cancelled_caught:
             raise UpstreamUnavailable(
                 "the proxy shut down while this call was in flight; it may or may not have run",
-                code="shutting_down",
+                code=codes.SHUTTING_DOWN,
                 server=server,
             )
 

@@ -26,6 +26,7 @@ import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
 
+from cartograph import error_codes as codes
 from cartograph.catalog.model import ServerDef
 from cartograph.config.model import (
     DEFAULT_MAX_UPSTREAM_SESSIONS,
@@ -183,7 +184,7 @@ class UpstreamPool:
         if self._closed:
             raise UpstreamUnavailable(
                 "the proxy is shutting down; no new upstream sessions",
-                code="shutting_down",
+                code=codes.SHUTTING_DOWN,
                 server=cfg.name,
             )
         slot = self._slots.get((cfg.name, partition))

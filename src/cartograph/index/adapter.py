@@ -20,6 +20,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from cartograph import error_codes as codes
 from cartograph.errors import RetrievalError
 from cartograph.index.embedders.base import Embedder, Vectors
 
@@ -33,7 +34,7 @@ class QueryAdapter:
         if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
             raise RetrievalError(
                 f"a query adapter is a square matrix, got shape {matrix.shape}",
-                code="adapter_bad_shape",
+                code=codes.ADAPTER_BAD_SHAPE,
             )
         self.matrix = matrix.astype(np.float32)
         self.model_id = model_id
@@ -53,7 +54,7 @@ class QueryAdapter:
             raise RetrievalError(
                 f"cannot read query adapter {path}: {exc}; re-run "
                 "benchmarks/train_query_adapter.py --out to write it",
-                code="adapter_unreadable",
+                code=codes.ADAPTER_UNREADABLE,
             ) from exc
 
     def check(self, embedder: Embedder) -> None:
@@ -62,7 +63,7 @@ class QueryAdapter:
             raise RetrievalError(
                 f"query adapter was trained for {self.model_id} ({self.matrix.shape[0]} dims), "
                 f"not {embedder.model_id} ({embedder.dim}); train one for this model or drop it",
-                code="adapter_model_mismatch",
+                code=codes.ADAPTER_MODEL_MISMATCH,
             )
 
     def apply(self, vectors: Vectors) -> Vectors:

@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import ArgumentError, RetrievalError
 from cartograph.index.entries import plain_description
@@ -161,7 +162,7 @@ def check_task_length(task: str, max_chars: int) -> None:
         raise ArgumentError(
             f"the task is {len(task):,} characters; discover takes at most {max_chars:,} "
             "(index.max_task_chars). Describe the one step you need a tool for.",
-            code="task_too_long",
+            code=codes.TASK_TOO_LONG,
             length=len(task),
             limit=max_chars,
         )
@@ -218,7 +219,7 @@ def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> Discove
     if tool_card is None:  # the index was built from these cards; a mismatch is a bug
         raise RetrievalError(
             f"{server}/{tool} is indexed but not on its verified card; rebuild the index",
-            code="index_stale",
+            code=codes.INDEX_STALE,
         )
     prov = card.body.provenance
     return DiscoveredTool(

@@ -17,6 +17,8 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from cartograph import error_codes as codes
+
 if TYPE_CHECKING:
     from cartograph.cards.drift import DriftReport
     from cartograph.cards.verified import VerifiedCards
@@ -63,7 +65,7 @@ def serving_cards_and_failures(
         raise CardError(
             f"no card in {config.state_dir} verified for these servers; run "
             "`cartograph cards verify` to see why (then `cartograph bootstrap`)",
-            code="no_verified_cards",
+            code=codes.NO_VERIFIED_CARDS,
         )
     return cards, {server: exc.code for server, exc in report.failures.items()}
 

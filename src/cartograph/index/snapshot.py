@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from cartograph import error_codes as codes
 from cartograph.errors import PersistedIndexError
 from cartograph.fsutil import PRIVATE_FILE_MODE, make_private_dirs
 from cartograph.index.corpus import LARGE_CORPUS_TOOLS, Corpus, LexicalFields
@@ -165,7 +166,7 @@ def _damaged(folder: Path, why: str) -> PersistedIndexError:
     return PersistedIndexError(
         f"the persisted index in {folder} is {why}; it is rebuilt from the verified cards "
         "(delete the folder if this repeats)",
-        code="persisted_index_damaged",
+        code=codes.PERSISTED_INDEX_DAMAGED,
     )
 
 

@@ -18,6 +18,7 @@ from typing import Final
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import PersistedIndexError, RetrievalError
 from cartograph.index.adapter import QueryAdapter
@@ -173,7 +174,7 @@ class ToolIndex:
     ) -> Ranking:
         """(position, score) pairs, best first, ``depth`` (default ``k``) long."""
         if not 1 <= k <= MAX_K:
-            raise RetrievalError(f"k must be between 1 and {MAX_K}, got {k}", code="bad_k")
+            raise RetrievalError(f"k must be between 1 and {MAX_K}, got {k}", code=codes.BAD_K)
         ctx = self.context(task) if isinstance(task, str) else task
         if self.size == 0:
             return []

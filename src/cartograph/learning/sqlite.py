@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import UsageLogError
 from cartograph.learning.store import (
     OK,
@@ -111,7 +112,7 @@ class SqliteUsageStore:
             raise UsageLogError(
                 f"the usage log {self.path} has schema version {version}, newer than this "
                 f"Cartograph's {SCHEMA_VERSION}; upgrade Cartograph or move the file aside",
-                code="usage_log_newer",
+                code=codes.USAGE_LOG_NEWER,
             )
         for number in range(version, SCHEMA_VERSION):
             with self._transaction() as db:
@@ -333,7 +334,7 @@ def _open(path: Path) -> sqlite3.Connection:
     except (OSError, sqlite3.Error) as exc:
         raise UsageLogError(
             f"cannot open the usage log {path}: {exc}; check the state directory's permissions",
-            code="usage_log_unreadable",
+            code=codes.USAGE_LOG_UNREADABLE,
         ) from exc
     try:
         db.execute("PRAGMA journal_mode = WAL")
@@ -348,7 +349,7 @@ def _open(path: Path) -> sqlite3.Connection:
         raise UsageLogError(
             f"the usage log {path} fails SQLite's integrity check; move it aside and "
             "Cartograph starts a new one",
-            code="usage_log_corrupt",
+            code=codes.USAGE_LOG_CORRUPT,
         )
     return db
 
@@ -358,9 +359,9 @@ def _error(path: Path, exc: sqlite3.Error) -> UsageLogError:
         return UsageLogError(
             f"{path} is not a usage log (not an SQLite database); move it aside and Cartograph "
             "starts a new one",
-            code="usage_log_corrupt",
+            code=codes.USAGE_LOG_CORRUPT,
         )
-    return UsageLogError(f"usage log {path}: {exc}", code="usage_log_io")
+    return UsageLogError(f"usage log {path}: {exc}", code=codes.USAGE_LOG_IO)
 
 
 def _iso(seconds: float) -> str:

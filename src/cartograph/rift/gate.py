@@ -18,6 +18,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from cartograph import error_codes as codes
 from cartograph.errors import ConfigError
 from cartograph.fsutil import atomic_write_text
 from cartograph.rift.model import RISK_ORDER, Cluster, RiftReport, Risk
@@ -75,14 +76,14 @@ def load_baseline(path: Path) -> Baseline:
     try:
         if path.stat().st_size > MAX_BASELINE_BYTES:
             raise ConfigError(
-                f"{path} is larger than a Rift baseline can be", code="rift_bad_baseline"
+                f"{path} is larger than a Rift baseline can be", code=codes.RIFT_BAD_BASELINE
             )
         return Baseline.model_validate_json(path.read_bytes())
     except (OSError, ValidationError, ValueError) as exc:
         raise ConfigError(
             f"cannot read the Rift baseline {path}: {exc.__class__.__name__}; delete it and run "
             "`cartograph rift --baseline FILE --update-baseline` to record a new one",
-            code="rift_bad_baseline",
+            code=codes.RIFT_BAD_BASELINE,
         ) from exc
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cartograph import error_codes as codes
 from cartograph.cards.generators.base import GeneratorInfo, ServerText, ToolText
 from cartograph.cards.model import Card, ToolCard
 from cartograph.catalog.model import Catalog
@@ -186,7 +187,7 @@ def regenerate_tools(config: Config, report: RiftReport) -> RegenerateOutcome:
             f"--regenerate rewrites the operator's signed cards, but {missing[:3]} have none in "
             f"{config.state_dir}; run `cartograph bootstrap` first (a --catalog snapshot is "
             "attested in memory and cannot be re-signed)",
-            code="rift_regenerate_needs_cards",
+            code=codes.RIFT_REGENERATE_NEEDS_CARDS,
         )
     texts = {f"{s}/{t.name}": t.description for s, c in cards.items() for t in c.body.tools}
     arguments = {
@@ -207,7 +208,7 @@ def regenerate_tools(config: Config, report: RiftReport) -> RegenerateOutcome:
         if server is None:
             raise CardError(
                 f"server {server_name!r} is not in the federation now; cannot regenerate its card",
-                code="rift_regenerate_unknown_server",
+                code=codes.RIFT_REGENERATE_UNKNOWN_SERVER,
             )
         new = {r.tool: r.after for r in changed if r.server == server_name}
         prov = card.body.provenance

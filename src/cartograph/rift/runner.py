@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cartograph import error_codes as codes
 from cartograph.cards.model import Card
 from cartograph.config.model import Config
 from cartograph.index.embedders import get_embedder
@@ -82,7 +83,7 @@ async def load_cards(config: Config, catalog_path: Path | None) -> CardSource:
     from cartograph.cards.loading import load_stored_for_config
 
     if catalog_path is None:
-        stored = load_stored_for_config(config, code="rift_no_verified_cards")
+        stored = load_stored_for_config(config, code=codes.RIFT_NO_VERIFIED_CARDS)
         if stored:
             return _served(config, stored, f"signed cards in {config.state_dir}")
     from cartograph.upstream.federation import load_catalog_for

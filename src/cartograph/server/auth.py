@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from cartograph import error_codes as codes
 from cartograph.config.model import (
     HttpConfig,
     TokenConfig,
@@ -110,7 +111,7 @@ class TokenAuthority:
             return ANONYMOUS
         if not authorization or not authorization.lower().startswith(BEARER_PREFIX):
             raise AuthenticationError(
-                "this server requires 'Authorization: Bearer <token>'.", code="unauthenticated"
+                "this server requires 'Authorization: Bearer <token>'.", code=codes.UNAUTHENTICATED
             )
         presented = _digest(authorization[len(BEARER_PREFIX) :].strip())
         match: Principal | None = None
@@ -118,7 +119,7 @@ class TokenAuthority:
             if hmac.compare_digest(entry.digest, presented):
                 match = entry.principal
         if match is None:
-            raise AuthenticationError("the bearer token is not valid here.", code="bad_token")
+            raise AuthenticationError("the bearer token is not valid here.", code=codes.BAD_TOKEN)
         return match
 
     def principal(self, name: str | None) -> Principal | None:
@@ -138,13 +139,13 @@ class TokenAuthority:
         if found is None:
             raise AuthenticationError(
                 f"a call to {tool!r} in catalog {catalog!r} carried no known principal.",
-                code="unauthenticated",
+                code=codes.UNAUTHENTICATED,
             )
         if not found.can_reach(catalog):
             raise PolicyError(
                 f"principal {found.name!r} is not scoped to catalog {catalog!r} (tool {tool!r}); "
                 "add the catalog to that token's 'catalogs' in [[http.tokens]].",
-                code="catalog_forbidden",
+                code=codes.CATALOG_FORBIDDEN,
                 principal=found.name,
                 catalog=catalog,
             )
@@ -158,8 +159,10 @@ def _unique_principals(entries: Sequence[_Entry]) -> dict[str, Principal]:
     would make the principal depend on entry order. Both name the two entries,
     never the token.
     """
-    _refuse_repeats(entries, lambda e: e.digest, "duplicate_token", "token value")
-    _refuse_repeats(entries, lambda e: e.principal.name, "duplicate_principal", "principal name")
+    _refuse_repeats(entries, lambda e: e.digest, codes.DUPLICATE_TOKEN, "token value")
+    _refuse_repeats(
+        entries, lambda e: e.principal.name, codes.DUPLICATE_PRINCIPAL, "principal name"
+    )
     return {entry.principal.name: entry.principal for entry in entries}
 
 
@@ -184,6 +187,6 @@ def _load_token(cfg: TokenConfig, env: Mapping[str, str]) -> tuple[str, Principa
         raise ConfigError(
             f"the token for principal {cfg.principal!r} is read from ${cfg.token_env}, which is "
             "unset or empty; export it or remove that [[http.tokens]] entry.",
-            code="token_env_missing",
+            code=codes.TOKEN_ENV_MISSING,
         )
     return value.strip(), Principal(cfg.principal, frozenset(cfg.catalogs))

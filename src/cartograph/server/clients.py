@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from cartograph import error_codes as codes
 from cartograph.errors import ConfigError
 from cartograph.fsutil import atomic_write_text
 from cartograph.suggest import did_you_mean
@@ -133,7 +134,7 @@ def _scope(client: str, scope: str | None) -> str:
         raise ConfigError(
             f"--scope {scope}: {client} has {', '.join(allowed)} "
             "(project: a file in this folder; user/global: the one in your home folder)",
-            code="unknown_scope",
+            code=codes.UNKNOWN_SCOPE,
         )
     return str(chosen)
 
@@ -248,7 +249,7 @@ def read_client_text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{path}: not UTF-8 text ({exc.reason}); fix or move it, then re-run",
-            code="client_config_json",
+            code=codes.CLIENT_CONFIG_JSON,
             file=str(path),
         ) from None
     return text if text.strip() else "{}\n"
@@ -261,14 +262,14 @@ def read_servers(client: str, path: Path, text: str | None = None) -> dict[str, 
     data = jsonc.loads(read_client_text(path) if text is None else text, where=str(path))
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{path}: top level is not an object", code="client_config_shape", file=str(path)
+            f"{path}: top level is not an object", code=codes.CLIENT_CONFIG_SHAPE, file=str(path)
         )
     key = container_key(client)
     servers = data.get(key, {})
     if not isinstance(servers, dict):
         raise ConfigError(
             f"{path}: {key!r} is not an object; fix the file by hand first",
-            code="client_config_shape",
+            code=codes.CLIENT_CONFIG_SHAPE,
             file=str(path),
         )
     return servers
@@ -294,6 +295,6 @@ def _checked(client: str) -> str:
     if client not in CLIENTS:
         raise ConfigError(
             f"unknown client {client!r}; {did_you_mean(client, CLIENTS, what='use one of')}",
-            code="unknown_client",
+            code=codes.UNKNOWN_CLIENT,
         )
     return client

@@ -29,6 +29,7 @@ from mcp.types import (
     Tool,
 )
 
+from cartograph import error_codes as codes
 from cartograph.config.model import CatalogPolicy
 from cartograph.errors import (
     ArgumentError,
@@ -227,7 +228,7 @@ class ProxyHandlers:
             raise UnknownToolError(
                 f"this server has no tool {name!r}; its tools are "
                 f"{', '.join(t.name for t in self.list_tools())}",
-                code="unknown_proxy_tool",
+                code=codes.UNKNOWN_PROXY_TOOL,
             )
         record.proxy_tool = bare
         if bare == DISCOVER:
@@ -249,10 +250,12 @@ class ProxyHandlers:
         if not isinstance(task, str) or not task.strip():
             raise ArgumentError(
                 'discover needs a non-empty "task" string, e.g. {"task": "read a file"}',
-                code="bad_arguments",
+                code=codes.BAD_ARGUMENTS,
             )
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K):
-            raise ArgumentError(f'"k" must be an integer from 1 to {MAX_K}', code="bad_arguments")
+            raise ArgumentError(
+                f'"k" must be an integer from 1 to {MAX_K}', code=codes.BAD_ARGUMENTS
+            )
         settings = self.runtime.config.index
         check_task_length(task, settings.max_task_chars)
 
@@ -275,7 +278,7 @@ class ProxyHandlers:
 
         detail = arguments.get("detail", False)
         if not isinstance(detail, bool):
-            raise ArgumentError('"detail" must be true or false', code="bad_arguments")
+            raise ArgumentError('"detail" must be true or false', code=codes.BAD_ARGUMENTS)
         report = self.runtime.status()
         view = report if detail else compact_status(report)
         return CallToolResult(
@@ -297,7 +300,7 @@ class ProxyHandlers:
             raise PolicyError(
                 f"{meta.server}/{meta.tool} is not allowed in catalog {self.catalog!r} "
                 f'(catalogs[name="{self.catalog}"].policy allow/deny)',
-                code="tool_denied",
+                code=codes.TOOL_DENIED,
                 server=meta.server,
                 tool=meta.tool,
             )
@@ -373,7 +376,7 @@ class ProxyHandlers:
             raise UnknownToolError(
                 f"no resource {uri!r} in catalog {self.catalog!r}; its resources are "
                 f"cartograph://{self.catalog}/<server>/<uri> (see resources/list)",
-                code="unknown_resource",
+                code=codes.UNKNOWN_RESOURCE,
             )
         _catalog, server, upstream = parts
         self._check_passes("resources", server, upstream)
@@ -397,7 +400,7 @@ class ProxyHandlers:
                 raise UnknownToolError(
                     f"no prompt {name!r} in catalog {self.catalog!r}; prompts are named "
                     f"{self.tool_prefix or ''}<server>/<prompt> (see prompts/list)",
-                    code="unknown_prompt",
+                    code=codes.UNKNOWN_PROMPT,
                 )
             server, prompt = parts
             record.server, record.tool = server, prompt
@@ -413,13 +416,13 @@ class ProxyHandlers:
             raise PolicyError(
                 f"catalog {self.catalog!r} does not pass upstream {kind} through "
                 f'(catalogs[name="{self.catalog}"].policy.passthrough)',
-                code=f"{kind}_off",
+                code=codes.RESOURCES_OFF if kind == "resources" else codes.PROMPTS_OFF,
             )
         if not policy_allows(self.policy, server, name):
             raise PolicyError(
                 f"{server}/{name} is not allowed in catalog {self.catalog!r} "
                 f'(catalogs[name="{self.catalog}"].policy allow/deny)',
-                code="resource_denied" if kind == "resources" else "prompt_denied",
+                code=codes.RESOURCE_DENIED if kind == "resources" else codes.PROMPT_DENIED,
                 server=server,
             )
 

@@ -37,6 +37,7 @@ from mcp.types import (
 )
 
 from cartograph import __version__
+from cartograph import error_codes as codes
 from cartograph.errors import CallError, CartographError, PolicyError, UpstreamRefused
 from cartograph.gateway.pool import SESSIONLESS_CLIENT
 from cartograph.gateway.results import error_result
@@ -128,7 +129,7 @@ def build_proxy_server(
         except Exception as exc:  # the proxy must outlive any bug in one call
             logger.exception("proxy tool %s failed", params.name)
             return error_result(
-                CartographError(f"internal error: {type(exc).__name__}", code="internal_error")
+                CartographError(f"internal error: {type(exc).__name__}", code=codes.INTERNAL_ERROR)
             )
         finally:
             CALL_CONTEXT.reset(token)
@@ -235,7 +236,7 @@ def _as_rpc_error(method: str) -> Iterator[None]:
     except Exception as exc:  # the proxy must outlive any bug in one request
         logger.exception("%s failed", method)
         raise MCPError(
-            INTERNAL_ERROR, f"internal error: {type(exc).__name__}", {"code": "internal_error"}
+            INTERNAL_ERROR, f"internal error: {type(exc).__name__}", {"code": codes.INTERNAL_ERROR}
         ) from None
 
 

@@ -44,6 +44,7 @@ from mcp.types import (
     Tool,
 )
 
+from cartograph import error_codes as codes
 from cartograph.config.catalog_rules import ROUTED_NAME
 from cartograph.errors import (
     CallError,
@@ -59,7 +60,7 @@ from cartograph.server.handlers import CALL_CONTEXT, ContentSurface, ToolSurface
 from cartograph.server.passthrough import ChangeListener, split_resource_uri
 
 CATALOG_ARGUMENT: Final = "catalog"
-UNKNOWN_TOOL_CODES: Final = frozenset({"unknown_proxy_tool", "unknown_tool"})
+UNKNOWN_TOOL_CODES: Final = frozenset({codes.UNKNOWN_PROXY_TOOL, codes.UNKNOWN_TOOL})
 """Codes a target uses for "no such tool here"; the routed view adds which key gates it."""
 
 __all__ = [
@@ -79,7 +80,7 @@ def with_catalog_property(tool: Tool, catalogs: Sequence[str], *, required: bool
         raise ConfigError(
             f"tool {tool.name!r} already has a {CATALOG_ARGUMENT!r} argument, so it cannot be "
             "served on the routed mount; turn routing off (http.mount_mode).",
-            code="routed_argument_clash",
+            code=codes.ROUTED_ARGUMENT_CLASH,
         )
     properties[CATALOG_ARGUMENT] = _catalog_property(catalogs, required=required)
     schema["properties"] = properties
@@ -113,7 +114,9 @@ class RoutedHandlers:
         audit: AuditLog | None = None,
     ) -> None:
         if not targets:
-            raise ConfigError("the routed mount needs at least one catalog.", code="no_catalogs")
+            raise ConfigError(
+                "the routed mount needs at least one catalog.", code=codes.NO_CATALOGS
+            )
         self._targets = dict(targets)
         self._names = tuple(self._targets)
         self._authority = authority
@@ -192,7 +195,7 @@ class RoutedHandlers:
                 CallError(
                     f"{tool!r} needs a {CATALOG_ARGUMENT!r} argument on this server: one of "
                     f"{listed}.",
-                    code="catalog_required",
+                    code=codes.CATALOG_REQUIRED,
                     catalogs=list(reachable),
                 )
             )
@@ -202,11 +205,11 @@ class RoutedHandlers:
         raise _Refused(
             CallError(
                 f"{CATALOG_ARGUMENT}={value!r} is not served here; use one of {listed}.",
-                code="unknown_catalog",
+                code=codes.UNKNOWN_CATALOG,
                 catalogs=list(reachable),
             ),
             catalog=str(value) if forbidden else ROUTED_NAME,
-            outcome="catalog_forbidden" if forbidden else "unknown_catalog",
+            outcome=codes.CATALOG_FORBIDDEN if forbidden else codes.UNKNOWN_CATALOG,
         )
 
     def _audit_refusal(
@@ -250,7 +253,7 @@ class RoutedHandlers:
             PolicyError(
                 f"tool {tool!r} is not exposed by catalog {catalog!r} (config key {key}); "
                 f"catalogs that expose it: {', '.join(offering)}.",
-                code="tool_not_exposed",
+                code=codes.TOOL_NOT_EXPOSED,
                 tool=tool,
                 catalog=catalog,
                 key=key,
@@ -306,13 +309,13 @@ class RoutedHandlers:
         surface = dict(self._content_targets()).get(parts[0]) if parts is not None else None
         if surface is None:  # no such catalog, or one this principal cannot reach: the same
             error = UnknownToolError(
-                f"no resource {uri!r} here; see resources/list", code="unknown_resource"
+                f"no resource {uri!r} here; see resources/list", code=codes.UNKNOWN_RESOURCE
             )
             known = parts is not None and parts[0] in self._targets
             refused = _Refused(
                 error,
                 catalog=parts[0] if parts is not None and known else ROUTED_NAME,
-                outcome="catalog_forbidden" if known else "unknown_resource",
+                outcome=codes.CATALOG_FORBIDDEN if known else codes.UNKNOWN_RESOURCE,
             )
             self._audit_refusal(refused, "resources/read", None, principal, started)
             raise error

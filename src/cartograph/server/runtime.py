@@ -26,6 +26,7 @@ import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
 
+from cartograph import error_codes as codes
 from cartograph.cards.drift import (
     DriftReport,
     DriftView,
@@ -463,7 +464,7 @@ class CatalogRuntime:
         from cartograph.index.discover import ABSTAIN_SHOWN, discover
 
         if self._index is None:
-            raise CartographError("the index is not built yet", code="index_not_ready")
+            raise CartographError("the index is not built yet", code=codes.INDEX_NOT_READY)
         want = k or self.config.index.default_k
         # The index may predate the newest drift: ask for enough extra results to
         # drop every tool blocked since it was built and still return ``want``.
@@ -497,7 +498,7 @@ class CatalogRuntime:
             raise UnknownToolError(
                 f"no server {server!r} in catalog {self.name!r}; "
                 f"{did_you_mean(server, self.servers, what='servers in it')}",
-                code="unknown_server",
+                code=codes.UNKNOWN_SERVER,
                 server=server,
             )
         # P-SIG-3: what this call serves (signature, header, this tool) is re-checked every call.
@@ -534,7 +535,7 @@ class CatalogRuntime:
             raise UnknownToolError(
                 f"no server {server!r} in catalog {self.name!r} serves {what}; "
                 "list them again (resources/list, prompts/list)",
-                code="unknown_server",
+                code=codes.UNKNOWN_SERVER,
                 server=server,
             )
 
@@ -629,10 +630,10 @@ class CatalogRuntime:
         """Why ``card`` is null: the code its verification failed with, and the fix."""
         if name in self.cards:
             return {}
-        code = self.card_errors.get(name, "card_missing")
+        code = self.card_errors.get(name, codes.CARD_MISSING)
         fix = (
             f"run `cartograph cards verify` to see why, then `{reattest_command(name)}`"
-            if code != "card_missing"
+            if code != codes.CARD_MISSING
             else f"run `{reattest_command(name)}`"
         )
         return {"card_error": {"code": code, "fix": fix}}

@@ -31,6 +31,7 @@ from mcp.types import (
     Tool,
 )
 
+from cartograph import error_codes as codes
 from cartograph.config.catalogs import ResolvedCatalog
 from cartograph.errors import CartographError
 from cartograph.gateway.results import error_result
@@ -100,7 +101,7 @@ class DeferredHandlers:
         if self.handlers is not None:
             return await self.handlers.call_tool(name, arguments, principal=principal)
         error = self.failure or CartographError(
-            "the catalog is still starting; retry in a moment", code="starting"
+            "the catalog is still starting; retry in a moment", code=codes.STARTING
         )
         return error_result(error)
 
@@ -134,7 +135,7 @@ class DeferredHandlers:
             await self._ready.wait()
         if self.handlers is None:
             raise self.failure or CartographError(
-                "the catalog is still starting; retry in a moment", code="starting"
+                "the catalog is still starting; retry in a moment", code=codes.STARTING
             )
         return self.handlers
 

@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from cartograph import error_codes as codes
 from cartograph.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from cartograph.stubs.targets import HttpTarget, StdioTarget, Target
 
@@ -89,7 +90,7 @@ async def open_connection(
             raise UpstreamUnavailable(
                 f"cannot reach `cartograph serve` at {target.describe()}: {exc}; start it or set "
                 "CARTOGRAPH_STUBS_URL / CARTOGRAPH_STUBS_COMMAND",
-                code="serve_unavailable",
+                code=codes.SERVE_UNAVAILABLE,
             ) from exc
         yield Connection(client, call_tool, timeout)
 

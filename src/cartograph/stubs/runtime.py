@@ -33,6 +33,7 @@ import anyio
 import jsonschema
 from anyio.from_thread import BlockingPortal
 
+from cartograph import error_codes as codes
 from cartograph.errors import (
     ArgumentError,
     CallError,
@@ -140,14 +141,14 @@ def _check_structured(
     if result.structured is None:
         raise UpstreamProtocolError(
             f"{server}/{tool} declares an output schema but returned no structured content",
-            code="missing_structured_content",
+            code=codes.MISSING_STRUCTURED_CONTENT,
         )
     problems = _problems(result.structured, output_schema)
     if problems:
         raise UpstreamProtocolError(
             f"{server}/{tool} returned structured content that breaks its attested output schema: "
             + "; ".join(problems[:_MAX_ERRORS_SHOWN]),
-            code="bad_structured_content",
+            code=codes.BAD_STRUCTURED_CONTENT,
         )
 
 
@@ -195,7 +196,7 @@ class _Session:
             raise UpstreamTimeout(
                 f"`cartograph serve` at {target.describe()} did not finish connecting "
                 f"within {CONNECT_TIMEOUT}s",
-                code="serve_timeout",
+                code=codes.SERVE_TIMEOUT,
             )
         if self._error is not None:
             raise self._error
@@ -230,7 +231,7 @@ class _Session:
         portal, connection = self._portal, self._connection
         if portal is None or connection is None:
             raise UpstreamUnavailable(
-                "the session to `cartograph serve` is closed", code="serve_unavailable"
+                "the session to `cartograph serve` is closed", code=codes.SERVE_UNAVAILABLE
             )
         try:
             return portal.call(connection.call, server, tool, arguments)
@@ -240,7 +241,7 @@ class _Session:
             raise UpstreamUnavailable(
                 f"lost the session to `cartograph serve` at {self._target.describe()}: "
                 f"{_unwrap(exc)!r}",
-                code="serve_unavailable",
+                code=codes.SERVE_UNAVAILABLE,
             ) from exc
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cartograph import error_codes as codes
 from cartograph.cards.drift import DriftReport, check_drift
 from cartograph.cards.verified import VerifiedCards
 from cartograph.config.model import Config
@@ -42,7 +43,7 @@ async def load_stub_source(
     stored = (
         None
         if snapshot is not None
-        else load_stored_for_config(config, code="stubs_no_verified_cards")
+        else load_stored_for_config(config, code=codes.STUBS_NO_VERIFIED_CARDS)
     )
     say("listing the federation's tools…" if snapshot is None else f"reading {snapshot}…")
     catalog = await load_catalog_for(config, catalog_path)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import ConfigError
 
 URL_ENV: Final = "CARTOGRAPH_STUBS_URL"
@@ -51,7 +52,7 @@ class StdioTarget:
     def __post_init__(self) -> None:
         if not self.command:
             raise ConfigError(
-                "the stdio command for `cartograph serve` is empty", code="stubs_target"
+                "the stdio command for `cartograph serve` is empty", code=codes.STUBS_TARGET
             )
 
     def describe(self) -> str:
@@ -71,7 +72,7 @@ def target_from_env(environ: Mapping[str, str] | None = None) -> Target:
     url = env.get(URL_ENV, "").strip()
     if url:
         if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"{URL_ENV}={url!r} is not an http(s) URL", code="stubs_target")
+            raise ConfigError(f"{URL_ENV}={url!r} is not an http(s) URL", code=codes.STUBS_TARGET)
         return HttpTarget(url, env.get(TOKEN_ENV) or None)
     command = env.get(COMMAND_ENV, "").strip()
     return StdioTarget(tuple(shlex.split(command)) if command else default_serve_command())
@@ -93,6 +94,6 @@ def timeout_from_env(environ: Mapping[str, str] | None = None) -> float:
         value = -1.0
     if value <= 0:
         raise ConfigError(
-            f"{TIMEOUT_ENV}={raw!r} must be a positive number of seconds", code="stubs_target"
+            f"{TIMEOUT_ENV}={raw!r} must be a positive number of seconds", code=codes.STUBS_TARGET
         )
     return value

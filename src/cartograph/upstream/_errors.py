@@ -15,6 +15,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from cartograph import error_codes as codes
 from cartograph.config.model import ServerConfig
 from cartograph.errors import (
     UpstreamError,
@@ -68,27 +69,35 @@ def _classify(
 ) -> tuple[type[UpstreamError], str, str]:
     if isinstance(cause, TimeoutError):
         limit = cfg.connect_timeout if phase == "connect" else cfg.call_timeout
-        return UpstreamTimeout, "upstream_timeout", f"no answer within {limit:g}s"
+        return UpstreamTimeout, codes.UPSTREAM_TIMEOUT, f"no answer within {limit:g}s"
     if isinstance(cause, MCPError):
         return _classify_rpc(cause, cfg, phase)
     if isinstance(cause, FileNotFoundError) and cfg.transport == "stdio":
         return (
             UpstreamUnavailable,
-            "upstream_command_not_found",
+            codes.UPSTREAM_COMMAND_NOT_FOUND,
             f"command {cfg.command!r} not found (check the path or run scripts/setup)",
         )
     if isinstance(cause, PermissionError) and cfg.transport == "stdio":
-        return UpstreamUnavailable, "upstream_spawn_failed", f"cannot execute {cfg.command!r}"
+        return UpstreamUnavailable, codes.UPSTREAM_SPAWN_FAILED, f"cannot execute {cfg.command!r}"
     if isinstance(cause, httpx2.HTTPStatusError):
         status = cause.response.status_code
-        return UpstreamUnavailable, "upstream_http_status", f"HTTP {status} from the endpoint"
+        return UpstreamUnavailable, codes.UPSTREAM_HTTP_STATUS, f"HTTP {status} from the endpoint"
     if isinstance(cause, httpx2.TransportError | ConnectionError):
-        return UpstreamUnavailable, "upstream_unreachable", f"cannot reach the endpoint ({cause})"
+        return (
+            UpstreamUnavailable,
+            codes.UPSTREAM_UNREACHABLE,
+            f"cannot reach the endpoint ({cause})",
+        )
     if isinstance(cause, ValidationError | ValueError):
-        return UpstreamProtocolError, "upstream_protocol", "malformed message from the server"
+        return UpstreamProtocolError, codes.UPSTREAM_PROTOCOL, "malformed message from the server"
     if isinstance(cause, OSError):
-        return UpstreamUnavailable, "upstream_unavailable", f"OS error: {cause.strerror or cause}"
-    return UpstreamUnavailable, "upstream_unavailable", f"{type(cause).__name__}: {cause}"
+        return (
+            UpstreamUnavailable,
+            codes.UPSTREAM_UNAVAILABLE,
+            f"OS error: {cause.strerror or cause}",
+        )
+    return UpstreamUnavailable, codes.UPSTREAM_UNAVAILABLE, f"{type(cause).__name__}: {cause}"
 
 
 def _classify_rpc(
@@ -97,12 +106,12 @@ def _classify_rpc(
     code = cause.error.code
     if code == types.CONNECTION_CLOSED:
         if phase == "connect" and cfg.transport == "stdio":
-            return UpstreamUnavailable, "upstream_exited", "server process exited"
-        return UpstreamUnavailable, "upstream_closed", "connection closed"
+            return UpstreamUnavailable, codes.UPSTREAM_EXITED, "server process exited"
+        return UpstreamUnavailable, codes.UPSTREAM_CLOSED, "connection closed"
     if code == types.REQUEST_TIMEOUT:
-        return UpstreamTimeout, "upstream_timeout", "request timed out"
+        return UpstreamTimeout, codes.UPSTREAM_TIMEOUT, "request timed out"
     return (
         UpstreamProtocolError,
-        "upstream_rpc_error",
+        codes.UPSTREAM_RPC_ERROR,
         f"JSON-RPC error {code}: {cause.error.message}",
     )

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import anyio
 
+from cartograph import error_codes as codes
 from cartograph.catalog.model import Catalog, ServerDef
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.config.model import Config, ServerConfig
@@ -174,7 +175,7 @@ async def _connect_one(
 def _timeout(cfg: ServerConfig) -> UpstreamError:
     return UpstreamTimeout(
         f"upstream {cfg.name!r}: no tools/list within the connect and call timeouts",
-        code="upstream_timeout",
+        code=codes.UPSTREAM_TIMEOUT,
         server=cfg.name,
     )
 

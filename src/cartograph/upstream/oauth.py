@@ -37,6 +37,7 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl, BaseModel, ValidationError
 
+from cartograph import error_codes as codes
 from cartograph.config.model import ServerConfig
 from cartograph.errors import ConfigError, OAuthLoginRequired
 from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_text
@@ -55,7 +56,7 @@ def store_path(cfg: ServerConfig) -> Path:
         raise ConfigError(
             f"server {cfg.name!r}: auth = 'oauth' needs a token store; load the config from "
             "a file (the loader puts it in the state directory) or set oauth.store",
-            code="oauth_no_store",
+            code=codes.OAUTH_NO_STORE,
             server=cfg.name,
         )
     return cfg.oauth.store
@@ -76,7 +77,7 @@ class TokenFile:
             raise ConfigError(
                 f"{self.path}: the OAuth token file is unreadable ({type(exc).__name__}); "
                 "delete it and run `cartograph auth login` again",
-                code="oauth_store_corrupt",
+                code=codes.OAUTH_STORE_CORRUPT,
                 file=str(self.path),
             ) from None
         return data if isinstance(data, dict) else {}
@@ -125,7 +126,7 @@ def _parsed(model: type[_M], raw: Any, path: Path) -> _M | None:
         raise ConfigError(
             f"{path}: the OAuth token file does not hold what Cartograph wrote; delete it "
             "and run `cartograph auth login` again",
-            code="oauth_store_corrupt",
+            code=codes.OAUTH_STORE_CORRUPT,
             file=str(path),
         ) from None
 

@@ -44,6 +44,7 @@ from mcp.shared.subscriptions import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from cartograph import error_codes as codes
 from cartograph.catalog.model import ServerDef, ToolDef
 from cartograph.config.model import ServerConfig
 from cartograph.config.secrets import server_secrets
@@ -481,7 +482,7 @@ class UpstreamSession:
         if client is None or not self.alive:
             raise UpstreamUnavailable(
                 f"upstream {self.name!r}: session is closed; open a new one",
-                code="upstream_session_closed",
+                code=codes.UPSTREAM_SESSION_CLOSED,
                 server=self.name,
             )
         return client
@@ -560,13 +561,13 @@ class UpstreamSession:
             phase=phase,
             stderr_tail=self._stderr_tail(),
         )
-        if error.code in {"upstream_closed", "upstream_exited"}:
+        if error.code in {codes.UPSTREAM_CLOSED, codes.UPSTREAM_EXITED}:
             self._alive = False
         return error
 
     def _protocol_error(self, what: str) -> UpstreamProtocolError:
         return UpstreamProtocolError(
-            f"upstream {self.name!r}: {what}", code="upstream_protocol", server=self.name
+            f"upstream {self.name!r}: {what}", code=codes.UPSTREAM_PROTOCOL, server=self.name
         )
 
     def _stderr_tail(self) -> str:

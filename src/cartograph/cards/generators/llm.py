@@ -28,6 +28,7 @@ from typing import Any, Final
 import httpx2
 import jsonschema
 
+from cartograph import error_codes as codes
 from cartograph.cards.generators.base import GeneratorInfo, Progress, ServerText, ToolText
 from cartograph.cards.generators.phrasing import MAX_EXAMPLES, MIN_EXAMPLES
 from cartograph.cards.generators.publisher import (
@@ -151,7 +152,7 @@ class LLMGenerator:
                     return self._to_text(server, reply)
                 except GeneratorError as exc:
                     last = exc
-                    if exc.code in ("llm_auth", "llm_http"):
+                    if exc.code in (codes.LLM_AUTH, codes.LLM_HTTP):
                         raise
         assert last is not None
         raise GeneratorError(
@@ -185,16 +186,16 @@ class LLMGenerator:
         except httpx2.HTTPError as exc:
             raise GeneratorError(
                 f"LLM endpoint {self.config.base_url} unreachable: {type(exc).__name__}",
-                code="llm_unreachable",
+                code=codes.LLM_UNREACHABLE,
             ) from exc
         if response.status_code in (401, 403):
             raise GeneratorError(
                 f"LLM endpoint refused the API key (HTTP {response.status_code}); "
                 f"set ${self.config.api_key_env}",
-                code="llm_auth",
+                code=codes.LLM_AUTH,
             )
         if response.status_code != 200:
-            code = "llm_http" if response.status_code not in RETRY_STATUS else "llm_busy"
+            code = codes.LLM_HTTP if response.status_code not in RETRY_STATUS else codes.LLM_BUSY
             raise GeneratorError(f"LLM endpoint answered HTTP {response.status_code}", code=code)
         return _reply_object(response)
 
@@ -204,13 +205,13 @@ class LLMGenerator:
         except jsonschema.ValidationError as exc:
             raise GeneratorError(
                 f"LLM reply does not match the card schema: {exc.message[:200]}",
-                code="llm_bad_reply",
+                code=codes.LLM_BAD_REPLY,
             ) from exc
         tools = {t["name"]: t for t in reply["tools"]}
         missing = [t.name for t in server.tools if t.name not in tools]
         if missing:
             raise GeneratorError(
-                f"LLM reply has no text for tools {missing[:5]}", code="llm_bad_reply"
+                f"LLM reply has no text for tools {missing[:5]}", code=codes.LLM_BAD_REPLY
             )
         fallback = TemplateGenerator().describe(server)
         return ServerText(
@@ -228,17 +229,17 @@ class LLMGenerator:
 
 def _reply_object(response: httpx2.Response) -> dict[str, Any]:
     if len(response.content) > MAX_REPLY_BYTES:
-        raise GeneratorError("LLM reply is too large", code="llm_bad_reply")
+        raise GeneratorError("LLM reply is too large", code=codes.LLM_BAD_REPLY)
     try:
         content = response.json()["choices"][0]["message"]["content"]
         reply = json.loads(_strip_fence(content))
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise GeneratorError(
             "LLM endpoint returned junk (not a chat completion holding a JSON object)",
-            code="llm_bad_reply",
+            code=codes.LLM_BAD_REPLY,
         ) from exc
     if not isinstance(reply, dict):
-        raise GeneratorError("LLM reply is not a JSON object", code="llm_bad_reply")
+        raise GeneratorError("LLM reply is not a JSON object", code=codes.LLM_BAD_REPLY)
     return reply
 
 

@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable
 from typing import Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import RetrievalError
 from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.index.embedders.fake import FakeEmbedder
@@ -47,7 +48,7 @@ def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     if factory is None:
         raise RetrievalError(
             f"unknown embedder {name!r}; choose one of: {', '.join(embedder_names())}",
-            code="unknown_embedder",
+            code=codes.UNKNOWN_EMBEDDER,
             embedder=name,
         )
     return factory()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import RetrievalError
 from cartograph.index.rankers.base import QueryContext, Ranker, Ranking
 from cartograph.index.rankers.hybrid import DEFAULT_PARAMS, HybridParams, HybridRanker
@@ -27,7 +28,7 @@ def get_ranker(name: str) -> Ranker:
     if factory is None:
         raise RetrievalError(
             f"unknown ranker {name!r}; choose one of: {', '.join(RANKER_NAMES)}",
-            code="unknown_ranker",
+            code=codes.UNKNOWN_RANKER,
         )
     return factory()
 

@@ -19,18 +19,19 @@ from typing import Final
 
 from starlette.types import Message, Scope, Send
 
+from cartograph import error_codes as codes
 from cartograph.gateway.audit import AuditLog, AuditRecord, utc_now
 
 MAX_AUDIT_PATH: Final = 256
 """Characters of the request path kept in a record; a longer path is cut, never dropped."""
 
 SDK_REFUSALS: Final[Mapping[int, str]] = {
-    400: "bad_request",
-    404: "unknown_session",
-    405: "method_not_allowed",
-    406: "not_acceptable",
-    413: "body_too_large",
-    415: "unsupported_media_type",
+    400: codes.BAD_REQUEST,
+    404: codes.UNKNOWN_SESSION,
+    405: codes.METHOD_NOT_ALLOWED,
+    406: codes.NOT_ACCEPTABLE,
+    413: codes.BODY_TOO_LARGE,
+    415: codes.UNSUPPORTED_MEDIA_TYPE,
 }
 """Outcome codes for the statuses the SDK's session manager answers with on its own."""
 

@@ -34,6 +34,8 @@ import uvicorn
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from cartograph import error_codes as codes
+
 logger = logging.getLogger(__name__)
 
 SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -99,7 +101,7 @@ def _refusal() -> JSONResponse:
         "error": {
             "code": _INVALID_REQUEST,
             "message": "the proxy is shutting down; retry against another instance or later",
-            "data": {"code": "shutting_down"},
+            "data": {"code": codes.SHUTTING_DOWN},
         },
     }
     return JSONResponse(body, status_code=503, headers={"Connection": "close"})

@@ -18,6 +18,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from cartograph import error_codes as codes
+
 LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARD_BINDS: Final = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - names, not binds
 
@@ -111,12 +113,15 @@ class GuardMiddleware:
         headers = Headers(scope=scope)
         if not self.hosts.allows(headers.get("host")):
             await self._refuse(
-                scope, 421, "misdirected_host", "Host header does not name this server."
+                scope, 421, codes.MISDIRECTED_HOST, "Host header does not name this server."
             )(scope, receive, send)
             return
         if not self.origins.allows(headers.get("origin")):
             await self._refuse(
-                scope, 403, "origin_forbidden", "Origin is not allow-listed (http.allowed_origins)."
+                scope,
+                403,
+                codes.ORIGIN_FORBIDDEN,
+                "Origin is not allow-listed (http.allowed_origins).",
             )(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -36,6 +36,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from cartograph import __version__
+from cartograph import error_codes as codes
 from cartograph.config.catalog_rules import ROUTED_NAME, MountMode
 from cartograph.config.model import (
     DEFAULT_MAX_BODY_BYTES,
@@ -165,12 +166,12 @@ def _build_mounts(
     names = [c.name for c in catalogs]
     if len(set(names)) != len(names) or not names:
         raise ConfigError(
-            "the HTTP server needs distinct, non-empty catalog names.", code="bad_catalogs"
+            "the HTTP server needs distinct, non-empty catalog names.", code=codes.BAD_CATALOGS
         )
     if routed is not None and ROUTED_NAME in names:
         raise ConfigError(
             f'a catalog named "{ROUTED_NAME}" is refused while routing is on.',
-            code="catalog_name_reserved",
+            code=codes.CATALOG_NAME_RESERVED,
         )
     per = {
         c.name: _Mount(c.name, (c.name,), _manager(c.surface, c.name, settings)) for c in catalogs
@@ -191,21 +192,23 @@ def _resolve(
     chosen = query.getlist(CATALOG_QUERY)
     if len(set(chosen)) > 1:
         raise _Refusal(
-            400, "conflicting_catalog", "?catalog= is given more than once with different values."
+            400,
+            codes.CONFLICTING_CATALOG,
+            "?catalog= is given more than once with different values.",
         )
     wanted = chosen[0] if chosen else None
     if path_name == ROUTED_NAME and mounts.routed is not None:
         if chosen:
             raise _Refusal(
                 400,
-                "catalog_on_routed_mount",
+                codes.CATALOG_ON_ROUTED_MOUNT,
                 "the routed mount takes the catalog as a tool argument; drop ?catalog=.",
             )
         return mounts.routed
     if path_name is not None and wanted is not None and wanted != path_name:
         raise _Refusal(
             400,
-            "conflicting_catalog",
+            codes.CONFLICTING_CATALOG,
             f"/mcp/{path_name} conflicts with ?catalog={wanted}; choose the catalog one way.",
         )
     name = path_name or wanted
@@ -215,7 +218,7 @@ def _resolve(
         paths = ", ".join(f"{MCP_PATH}/{n}" for n in principal.reachable(mounts.per_catalog))
         where = paths or f"the paths {HEALTH_PATH} lists"
         raise _Refusal(
-            400, "catalog_required", f"name the catalog in the path; use one of {where}."
+            400, codes.CATALOG_REQUIRED, f"name the catalog in the path; use one of {where}."
         )
     mount = mounts.per_catalog.get(name)
     if mount is None:
@@ -225,7 +228,7 @@ def _resolve(
 
 def _no_such_catalog(name: str, **audit: str) -> _Refusal:
     return _Refusal(
-        404, "unknown_catalog", f"no catalog {name!r} here; see {HEALTH_PATH}.", **audit
+        404, codes.UNKNOWN_CATALOG, f"no catalog {name!r} here; see {HEALTH_PATH}.", **audit
     )
 
 
@@ -239,10 +242,10 @@ def _gate(principal: Principal, mount: _Mount) -> None:
     if principal.reachable(mount.catalogs):
         return
     if not mount.routed:
-        raise _no_such_catalog(mount.label, outcome="catalog_forbidden", catalog=mount.label)
+        raise _no_such_catalog(mount.label, outcome=codes.CATALOG_FORBIDDEN, catalog=mount.label)
     raise _Refusal(
         403,
-        "catalog_forbidden",
+        codes.CATALOG_FORBIDDEN,
         f"principal {principal.name!r} may not use {MCP_PATH}/{mount.label}.",
         catalog=mount.label,
     )

@@ -18,6 +18,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.types import Scope
 
+from cartograph import error_codes as codes
 from cartograph.config.catalog_rules import MountMode
 from cartograph.config.catalogs import (
     ResolvedCatalog,
@@ -52,19 +53,19 @@ def check_bind(
         raise ConfigError(
             f"binding to {host!r} exposes the server beyond this machine; pass --allow-remote "
             "to mean it (and configure [[http.tokens]]).",
-            code="remote_bind_needs_flag",
+            code=codes.REMOTE_BIND_NEEDS_FLAG,
         )
     if not authority.enabled:
         raise ConfigError(
             f"binding to {host!r} needs authentication; add [[http.tokens]] entries "
             "(principal, token_env, catalogs).",
-            code="remote_bind_needs_auth",
+            code=codes.REMOTE_BIND_NEEDS_AUTH,
         )
     if host in WILDCARD_BINDS and not allowed_hosts:
         raise ConfigError(
             f"binding to {host!r} accepts any Host header name; list the names clients use "
             "in http.allowed_hosts.",
-            code="allowed_hosts_required",
+            code=codes.ALLOWED_HOSTS_REQUIRED,
         )
 
 
@@ -250,7 +251,7 @@ def _refusal_audit(served: ServedApp) -> Callable[[Scope], None] | None:
     if served.audit is None:
         return None
     audit = HttpAudit(served.audit)
-    return lambda scope: audit.refused(scope, 503, "shutting_down")
+    return lambda scope: audit.refused(scope, 503, codes.SHUTTING_DOWN)
 
 
 def _upstream_closers(served: ServedApp) -> list[EndCalls]:
@@ -278,7 +279,7 @@ def _bind_socket(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise ConfigError(
-            f"cannot bind {host}:{port}: {exc.strerror}.", code="bind_failed"
+            f"cannot bind {host}:{port}: {exc.strerror}.", code=codes.BIND_FAILED
         ) from exc
     sock.setblocking(False)
     return sock
