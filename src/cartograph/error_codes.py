@@ -76,6 +76,9 @@ UPSTREAM_REFUSED: Final = _code(
     "upstream_refused",
     "the upstream is healthy and said no (unknown resource or prompt, bad arguments)",
 )
+RESULT_TOO_LARGE: Final = _code(
+    "result_too_large", "a resource read or prompt is over [gateway] max_result_bytes"
+)
 CIRCUIT_OPEN: Final = _code(
     "circuit_open", "the upstream's circuit breaker is open; retry after the stated time"
 )
@@ -424,11 +427,28 @@ RIFT_BAD_BASELINE: Final = _code("rift_bad_baseline", "a Rift baseline file is m
 RIFT_NO_VERIFIED_CARDS: Final = _code(
     "rift_no_verified_cards", "rift found no verified card to analyse"
 )
+RIFT_NEEDS_SCIPY: Final = _code(
+    "rift_needs_scipy", "the Jaccard baseline over many tools needs scipy (cartograph[rift])"
+)
 RIFT_REGENERATE_NEEDS_CARDS: Final = _code(
     "rift_regenerate_needs_cards", "--regenerate needs signed cards for every server"
 )
 RIFT_REGENERATE_UNKNOWN_SERVER: Final = _code(
     "rift_regenerate_unknown_server", "--regenerate names a server not in the federation"
+)
+
+# --- the demo ---------------------------------------------------------------------
+DEMO_RECIPE_MISSING: Final = _code(
+    "demo_recipe_missing", "this install carries no demo federation recipe"
+)
+DEMO_NOT_INSTALLED: Final = _code(
+    "demo_not_installed", "no demo federation is installed; run demo --setup"
+)
+DEMO_NEEDS_NODE: Final = _code(
+    "demo_needs_node", "the demo's npm servers need Node.js 20+ with npm on PATH"
+)
+DEMO_SETUP_FAILED: Final = _code(
+    "demo_setup_failed", "installing the demo federation failed (the message has the tail)"
 )
 
 # --- the learning usage log ------------------------------------------------------------

@@ -10,6 +10,7 @@ when it is raised and what the user does about it.
 
     CartographError
     ├── ConfigError                 bad config file, mcpServers import, catalog snapshot
+    │   └── OptionError             a command-line option value out of range or inconsistent
     ├── CatalogError                malformed catalog.json / queries.jsonl
     ├── CardError                   anything wrong with a capability card
     │   ├── CardFormatError         not loadable: duplicate keys, NaN, huge ints, bad shape
@@ -88,6 +89,17 @@ class ConfigError(CartographError):
     """
 
     code = codes.CONFIG_ERROR
+
+
+class OptionError(ConfigError):
+    """A command-line option's value is out of range or contradicts another option.
+
+    Raised by CLI commands (and the settings they build) after Click has parsed the
+    options; the CLI exits 2, like Click's own usage errors. The user changes the option
+    the one-line message names (``cartograph COMMAND --help`` lists the valid values).
+    """
+
+    code = codes.BAD_OPTION
 
 
 class CatalogError(CartographError):
@@ -316,10 +328,12 @@ class ResultTooLarge(UpstreamError):
     """A resource read or prompt over ``[gateway] max_result_bytes``: refused, never cut.
 
     A tool result is truncated with a marker; a resource's bytes (a blob, a
-    document) are useless cut, so the read is refused naming the limit.
+    document) are useless cut, so the read is refused naming the limit. Raised by the
+    passthrough of ``resources/read`` and ``prompts/get``; the operator raises the limit
+    or the client reads a smaller resource.
     """
 
-    code = "result_too_large"
+    code = codes.RESULT_TOO_LARGE
 
 
 class CallError(CartographError):
@@ -452,6 +466,7 @@ __all__ = [
     "KeyFileError",
     "ModelIntegrityError",
     "NameCollisionError",
+    "OptionError",
     "Overloaded",
     "PersistedIndexError",
     "PolicyError",

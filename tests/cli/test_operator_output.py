@@ -12,8 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cartograph.cli import output
+from cartograph.cli.app import EXIT_CONFIG, EXIT_USAGE
 from cartograph.cli.main import build_app
-from cartograph.errors import CartographError, ConfigError
+from tests.cli.support import CliError, cli_error
 from tests.servers.support import SCRIPTABLE
 
 runner = CliRunner()
@@ -48,10 +49,11 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def _error(*args: str) -> CartographError:
+def _error(*args: str) -> CliError:
     result = runner.invoke(build_app(), list(args))
-    assert isinstance(result.exception, CartographError), result.output
-    return result.exception
+    error = cli_error(result)
+    assert error is not None, result.output
+    return error
 
 
 @pytest.mark.parametrize(
@@ -64,7 +66,7 @@ def test_stdio_commands_with_two_catalogs_require_a_catalog_name_and_list_them(
 ) -> None:
     config = _write(tmp_path, TWO_CATALOGS)
     error = _error(*command, "--config", str(config))
-    assert isinstance(error, ConfigError)
+    assert error.exit_code == EXIT_USAGE
     assert error.code == "catalog_name_required"
     assert "work" in error.message and "home" in error.message
     assert "--catalog-name" in error.message
@@ -73,7 +75,7 @@ def test_stdio_commands_with_two_catalogs_require_a_catalog_name_and_list_them(
 def test_a_mistyped_catalog_name_gets_a_suggestion(tmp_path: Path) -> None:
     config = _write(tmp_path, TWO_CATALOGS)
     error = _error("status", "--config", str(config), "--catalog-name", "wrk")
-    assert error.code == "unknown_catalog"
+    assert (error.exit_code, error.code) == (EXIT_USAGE, "unknown_catalog")
     assert "did you mean 'work'?" in error.message
 
 
@@ -82,14 +84,14 @@ def test_call_with_a_mistyped_server_suggests_the_close_name_before_starting_any
 ) -> None:
     config = _write(tmp_path, TWO_CATALOGS)
     error = _error("call", "tme", "echo", "--config", str(config), "--catalog-name", "work")
-    assert error.code == "unknown_server"
+    assert (error.exit_code, error.code) == (EXIT_USAGE, "unknown_server")
     assert "did you mean 'time'?" in error.message
 
 
 def test_a_mistyped_config_key_gets_a_suggestion(tmp_path: Path) -> None:
     config = _write(tmp_path, '[servers.a]\ncomand = "x"\n\n[gateway]\nmode = "pooled"\n')
     error = _error("status", "--config", str(config))
-    assert error.code == "config_unknown_key"
+    assert (error.exit_code, error.code) == (EXIT_CONFIG, "config_unknown_key")
     assert "did you mean 'command'?" in error.message
     config.write_text('[servers.a]\ncommand = "x"\n\n[gateway]\nmdoe = "pooled"\n')
     error = _error("status", "--config", str(config))

@@ -13,20 +13,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cartograph.cli.app import EXIT_CARDS, EXIT_CONFIG
 from cartograph.cli.main import build_app
-from cartograph.errors import CartographError
+from tests.cli.support import error_code
 from tests.servers.support import scriptable, toml_for
 
 runner = CliRunner()
 
 
-def run(*args: str) -> tuple[int, str, str, BaseException | None]:
+def run(*args: str) -> tuple[int, str, str, str | None]:
     result = runner.invoke(build_app(), list(args))
-    return result.exit_code, result.stdout, result.stderr, result.exception
-
-
-def error_code(exception: BaseException | None) -> str | None:
-    return exception.code if isinstance(exception, CartographError) else None
+    return result.exit_code, result.stdout, result.stderr, error_code(result)
 
 
 def write(tmp_path: Path, *, command_works: bool = True) -> Path:
@@ -94,10 +91,10 @@ def test_unsafe_throwaway_key_says_the_cards_are_unsigned_throwaway_ones(tmp_pat
 def test_without_a_trusted_key_every_command_names_keys_init(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
-    code, out, _, exc = run(*command, "--config", str(write(tmp_path)))
+    code, out, err, exc = run(*command, "--config", str(write(tmp_path)))
 
-    assert code != 0 and error_code(exc) == "no_trust"
-    assert "cartograph keys init" in str(exc)
+    assert code == EXIT_CARDS and exc == "no_trust"
+    assert "cartograph keys init" in err
     assert out == ""  # never an empty table
 
 
@@ -108,10 +105,10 @@ def test_without_cards_every_command_names_bootstrap(
     config = write(tmp_path)
     run("keys", "init", "--config", str(config))
 
-    code, out, _, exc = run(*command, "--config", str(config))
+    code, out, err, exc = run(*command, "--config", str(config))
 
-    assert code != 0 and error_code(exc) == "no_cards"
-    assert "cartograph bootstrap" in str(exc)
+    assert code == EXIT_CARDS and exc == "no_cards"
+    assert "cartograph bootstrap" in err
     assert out == ""
 
 
@@ -119,10 +116,10 @@ def test_a_config_naming_no_server_is_an_error_not_an_empty_table(tmp_path: Path
     config = tmp_path / "cartograph.toml"
     config.write_text(f'state_dir = "{tmp_path / "state"}"\n')
 
-    code, out, _, exc = run("discover", "add two integers", "--config", str(config))
+    code, out, err, exc = run("discover", "add two integers", "--config", str(config))
 
-    assert code != 0 and error_code(exc) == "no_servers"
-    assert "cartograph bootstrap" in str(exc) and out == ""
+    assert code == EXIT_CONFIG and exc == "no_servers"
+    assert "cartograph bootstrap" in err and out == ""
 
 
 def test_status_by_default_prints_totals_and_problems_and_detail_every_server(
@@ -141,7 +138,7 @@ def test_cards_none_of_which_verify_are_an_error_naming_cards_verify(bootstrappe
     card = next((bootstrapped.parent / "state" / "cards").glob("*.card.json"))
     card.write_text(card.read_text().replace("Add two integers", "Add two integers!"))
 
-    code, out, _, exc = run("discover", "add two integers", "--config", str(bootstrapped))
+    code, out, err, exc = run("discover", "add two integers", "--config", str(bootstrapped))
 
-    assert code != 0 and error_code(exc) == "no_verified_cards"
-    assert "cartograph cards verify" in str(exc) and out == ""
+    assert code == EXIT_CARDS and exc == "no_verified_cards"
+    assert "cartograph cards verify" in err and out == ""

@@ -1,4 +1,4 @@
-"""Bad config through the real entry point: one clean line on stderr, exit 2, no traceback.
+"""Bad config through the real entry point: one clean line on stderr, exit 3, no traceback.
 
 The loader tests assert codes; these assert what an operator actually sees,
 including text the terminal renderer could mangle (``[servers]`` looks like
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cartograph.cli.main import EXIT_CARTOGRAPH_ERROR, main
+from cartograph.cli.app import EXIT_CONFIG
+from cartograph.cli.main import main
 
 # (case id, config text, error code, fragments the one-line message must contain)
 CASES: list[tuple[str, str, str, list[str]]] = [
@@ -73,7 +74,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
 @pytest.mark.parametrize(
     ("text", "code", "fragments"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
-def test_a_bad_config_prints_one_line_naming_file_and_key_and_exits_2(
+def test_a_bad_config_prints_one_line_naming_file_and_key_and_exits_3(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -88,7 +89,7 @@ def test_a_bad_config_prints_one_line_naming_file_and_key_and_exits_2(
     with pytest.raises(SystemExit) as exited:
         main()
     captured = capsys.readouterr()
-    assert exited.value.code == EXIT_CARTOGRAPH_ERROR
+    assert exited.value.code == EXIT_CONFIG
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1, captured.err

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from cartograph.cli.app import EXIT_CONFIG
 from cartograph.cli.http_client import DEFAULT_TOKEN_ENV, PROJECT_FILE
 from cartograph.cli.main import build_app
 from cartograph.config.model import HttpConfig, TokenConfig
-from cartograph.errors import ConfigError
 from cartograph.server.auth import TokenAuthority
+from tests.cli.support import error_code
 from tests.http.support import INIT_BODY, MCP_HEADERS, assemble, http_client, serving
 
 THREE = ("alpha", "beta", "gamma")
@@ -106,8 +107,8 @@ def test_doctor_without_a_project_file_says_to_connect_first(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(build_app(), ["doctor"])
-    assert isinstance(result.exception, ConfigError)
-    assert result.exception.code == "no_client_project"
+    assert result.exit_code == EXIT_CONFIG
+    assert error_code(result) == "no_client_project"
 
 
 ALICE = "token-for-alice-0123456789abcdef"

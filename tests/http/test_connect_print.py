@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cartograph.cli.app import EXIT_CONFIG
 from cartograph.cli.http_client import PROJECT_FILE
 from cartograph.cli.main import build_app
-from cartograph.errors import ConfigError
+from tests.cli.support import error_code
 from tests.http.support import assemble, serving
 
 runner = CliRunner()
@@ -51,6 +52,6 @@ def test_connect_with_a_missing_config_is_refused_and_writes_nothing(tmp_path: P
             str(target),
         ],
     )
-    assert isinstance(result.exception, ConfigError)
-    assert result.exception.code == "config_missing"
+    assert result.exit_code == EXIT_CONFIG
+    assert error_code(result) == "config_missing"
     assert not target.exists()

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from cartograph.cli.app import EXIT_USAGE
 from cartograph.cli.learning import parse_date
 from cartograph.cli.main import build_app
 from cartograph.learning.sqlite import SqliteUsageStore, usage_log_path
 from cartograph.learning.store import CallRecord, SurfacedTool, TaskRecord
+from tests.cli.support import error_code
 from tests.eval.test_eval_cli import _write_fixture
 
 
@@ -67,9 +69,8 @@ def test_forget_with_a_bad_date_fails_with_its_code(tmp_path: Path) -> None:
     result = run(
         "learning", "forget", "--before", "last tuesday", "--config", str(config(tmp_path))
     )
-    assert result.exit_code != 0
-    assert isinstance(result.exception, Exception)
-    assert getattr(result.exception, "code", None) == "bad_date"
+    assert result.exit_code == EXIT_USAGE
+    assert error_code(result) == "bad_date"
 
 
 def test_export_writes_one_json_line_per_task_to_a_private_file(tmp_path: Path) -> None:
@@ -120,7 +121,8 @@ def test_eval_learning_refuses_bad_options_with_their_code(
     catalog, queries = _write_fixture(tmp_path)
     args = ["eval", "--learning", "--catalog", str(catalog), "--queries", str(queries)]
     result = run(*args, "--embedder", "fake", flag, value)
-    assert getattr(result.exception, "code", None) == code
+    assert result.exit_code == EXIT_USAGE
+    assert error_code(result) == code
 
 
 def test_reading_commands_never_create_a_log(tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
+from cartograph.cli.app import EXIT_CONFIG
 from cartograph.cli.main import build_app
 from cartograph.cli.rift import EXIT_GATE_FAILED
+from tests.cli.support import error_code
 
 CITY = {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}}
 
@@ -152,8 +154,8 @@ def test_thresholds_from_flags_reach_the_report(tmp_path: Path) -> None:
 def test_an_unreadable_catalog_is_a_coded_error(tmp_path: Path) -> None:
     args = ["rift", "--catalog", str(tmp_path / "missing.json"), "--embedder", "fake"]
     result = CliRunner().invoke(build_app(), args)
-    assert result.exit_code != 0
-    assert getattr(result.exception, "code", None) == "catalog_unreadable"
+    assert result.exit_code == EXIT_CONFIG
+    assert error_code(result) == "catalog_unreadable"
 
 
 def test_paper_probe_flags_same_argument_tools_and_the_default_compares_them_by_name(

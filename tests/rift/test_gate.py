@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
+from cartograph.cli.app import EXIT_CONFIG
 from cartograph.cli.main import build_app
 from cartograph.cli.rift import EXIT_GATE_FAILED
 from cartograph.rift.gate import Baseline
+from tests.cli.support import error_code
 from tests.rift.test_cli import CONFUSABLE, _tool
 
 
@@ -93,8 +95,8 @@ def test_a_malformed_baseline_is_a_coded_error(tmp_path: Path) -> None:
     baseline = tmp_path / "rift-baseline.json"
     baseline.write_text('{"version": 7}')
     result = _rift(tmp_path, CONFUSABLE, "--baseline", str(baseline), "--fail-on", "high")
-    assert result.exit_code != 0
-    assert getattr(result.exception, "code", None) == "rift_bad_baseline"
+    assert result.exit_code == EXIT_CONFIG
+    assert error_code(result) == "rift_bad_baseline"
 
 
 SAME_NAME = {

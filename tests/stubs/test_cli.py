@@ -8,7 +8,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cartograph.catalog import save_catalog
+from cartograph.cli.app import EXIT_OTHER
 from cartograph.cli.main import build_app
+from tests.cli.support import error_code
 from tests.stubs.catalogs import awkward_catalog
 
 runner = CliRunner()
@@ -60,6 +62,5 @@ def test_only_discovered_keeps_the_top_k_tools(tmp_path: Path) -> None:
 def test_unknown_server_exits_with_the_error_code(tmp_path: Path) -> None:
     args = _stubs_args(tmp_path)
     result = runner.invoke(build_app(), [*args, "--server", "nope"])
-    assert result.exit_code != 0
-    assert isinstance(result.exception, Exception)
-    assert getattr(result.exception, "code", None) == "stubs_unknown_server"
+    assert result.exit_code == EXIT_OTHER
+    assert error_code(result) == "stubs_unknown_server"

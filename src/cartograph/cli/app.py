@@ -3,10 +3,27 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
+
+# Typer vendors its own Click and re-exports neither UsageError, NoArgsIsHelpError nor the
+# base Context that TyperGroup.invoke takes.
+from typer._click.core import Context
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer.core import TyperGroup
+
+from cartograph.errors import (
+    CardError,
+    CartographError,
+    CatalogError,
+    ConfigError,
+    NameCollisionError,
+    OptionError,
+    UpstreamError,
+)
 
 if TYPE_CHECKING:
     from cartograph.config.model import Config
@@ -14,7 +31,74 @@ if TYPE_CHECKING:
 DEFAULT_CONFIG_NAME: Final = "cartograph.toml"
 CONFIG_ENV: Final = "CARTOGRAPH_CONFIG"
 
+EXIT_CHECK_FAILED: Final = 1
+"""The command ran and its check found a problem (``rift --fail-on``, ``cards diff``)."""
+EXIT_USAGE: Final = 2
+"""The command line is wrong: Click's own usage errors, and :class:`OptionError`."""
+EXIT_CONFIG: Final = 3
+EXIT_CARDS: Final = 4
+EXIT_UPSTREAM: Final = 5
+EXIT_OTHER: Final = 6
+
+EXIT_CODES: Final[Sequence[tuple[type[CartographError], int]]] = (
+    (OptionError, EXIT_USAGE),
+    (ConfigError, EXIT_CONFIG),
+    (CatalogError, EXIT_CONFIG),
+    (NameCollisionError, EXIT_CONFIG),
+    (CardError, EXIT_CARDS),
+    (UpstreamError, EXIT_UPSTREAM),
+    (CartographError, EXIT_OTHER),
+)
+"""Error family → exit code, first match wins (docs/errors.md, "Exit codes").
+
+Scripts can tell "fix the command line" (2) from "fix the config or its input files" (3),
+"a card or key was refused: re-attest" (4), "an upstream failed: retrying may help" (5)
+and anything else (6). Click's own usage error is 2, so no Cartograph error other than
+an option error uses it.
+"""
+
+
+def exit_code_for(exc: CartographError) -> int:
+    """The process exit code for ``exc``, from :data:`EXIT_CODES`."""
+    return next(code for family, code in EXIT_CODES if isinstance(exc, family))
+
+
+class CartographGroup(TyperGroup):
+    """The root command group: the one place errors become a stderr line and an exit code.
+
+    It lives inside the Typer app, not in ``main()``, so in-process runs (``CliRunner``,
+    the tests) get exactly what a shell gets. Click's usage errors (an unknown option, a
+    value of the wrong type) are cut to one line here too, instead of a boxed panel.
+    """
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CartographError as exc:
+            from cartograph.cli.output import print_error
+
+            print_error(exc)
+            raise typer.Exit(exit_code_for(exc)) from None
+        except UsageError as exc:
+            if isinstance(exc, NoArgsIsHelpError):
+                raise
+            _print_usage_error(exc)
+            raise typer.Exit(EXIT_USAGE) from None
+
+
+def _print_usage_error(exc: UsageError) -> None:
+    from cartograph.cli.output import stderr
+
+    command = exc.ctx.command_path if exc.ctx is not None else "cartograph"
+    stderr.print(
+        f"error (usage): {exc.format_message()} (see `{command} --help`)",
+        highlight=False,
+        markup=False,
+    )
+
+
 app = typer.Typer(
+    cls=CartographGroup,
     name="cartograph",
     help="Federated MCP proxy: signed capability cards, tool retrieval, Rift, gateway.",
     no_args_is_help=True,

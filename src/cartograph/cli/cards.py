@@ -14,9 +14,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cartograph import error_codes as codes
-from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.app import (
+    EXIT_CHECK_FAILED,
+    CatalogOption,
+    ConfigOption,
+    JsonOption,
+    app,
+    resolve_config_path,
+)
 from cartograph.cli.output import print_json, print_table, stderr, stdout
-from cartograph.errors import CardError, ConfigError
+from cartograph.errors import CardError, ConfigError, OptionError
 
 # pydantic models and rich's widgets load where they are used: `--help` stays fast.
 if TYPE_CHECKING:
@@ -145,7 +152,7 @@ def _generator(cfg: Config, name: str | None) -> Any:
 
     choice = name or cfg.cards.generator
     if choice not in ("template", "llm"):
-        raise ConfigError(f"--generator {choice!r}: use template or llm", code=codes.BAD_GENERATOR)
+        raise OptionError(f"--generator {choice!r}: use template or llm", code=codes.BAD_GENERATOR)
     base: Any = LLMGenerator(cfg.cards.llm) if choice == "llm" else TemplateGenerator()
     return OverridingGenerator(base, load_overrides(cfg.cards.overrides))
 
@@ -180,7 +187,7 @@ def bootstrap(
     if only is not None:
         unknown = sorted(only - {s.name for s in federation.servers})
         if unknown:
-            raise ConfigError(
+            raise OptionError(
                 f"--server {', '.join(unknown)}: not in the federation (or it failed to connect)",
                 code=codes.UNKNOWN_SERVER,
             )
@@ -279,7 +286,7 @@ def cards_verify(
     if report.failures or missing or not rows:
         if not rows:
             stderr.print(f"no cards in {store.root}; run `cartograph bootstrap`", highlight=False)
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 @cards_app.command("show")
@@ -375,7 +382,7 @@ def cards_diff(
     else:
         stdout.print("no changes since attestation", highlight=False)
     if exit_code and rows:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 _PARTS = {

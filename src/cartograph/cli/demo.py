@@ -15,7 +15,7 @@ from typing import Annotated, Final
 import anyio
 import typer
 
-from cartograph.cli.app import ConfigOption, JsonOption, app
+from cartograph.cli.app import EXIT_CHECK_FAILED, ConfigOption, JsonOption, app
 from cartograph.cli.output import print_json
 
 DEMO_CONFIG: Final = Path("demo/cartograph.toml")
@@ -61,7 +61,7 @@ def demo(
     if json_out:
         print_json(results)
     if not results["ok"]:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 def _demo_config(config: Path | None, home: Path | None, *, setup: bool) -> Path:

@@ -20,9 +20,16 @@ import anyio
 import typer
 
 from cartograph import error_codes as codes
-from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.app import (
+    EXIT_CHECK_FAILED,
+    CatalogOption,
+    ConfigOption,
+    JsonOption,
+    app,
+    resolve_config_path,
+)
 from cartograph.cli.output import print_json, print_table, stderr, stdout
-from cartograph.errors import ConfigError
+from cartograph.errors import OptionError
 
 # Heavy modules (the MCP SDK, pydantic models, rich's widgets) are imported where
 # they are used, so `cartograph --help` does not pay for them (issue 12).
@@ -104,7 +111,7 @@ def only_servers(config: Config, names: Iterable[str]) -> Config:
     wanted = set(names)
     unknown = sorted(wanted - {s.name for s in config.servers})
     if unknown:
-        raise ConfigError(
+        raise OptionError(
             f"--server {', '.join(unknown)}: no such server in {config.source}",
             code=codes.UNKNOWN_SERVER,
         )
@@ -191,7 +198,7 @@ def servers(
         show_failures(failed)
     if connected == 0:
         stderr.print("[red]no server connected[/]", highlight=False)
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 def show_failures(failed: list[ServerReport]) -> None:

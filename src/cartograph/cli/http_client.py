@@ -24,7 +24,7 @@ from typing import Annotated, Any, Final
 import typer
 
 from cartograph import error_codes as codes
-from cartograph.cli.app import ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.app import EXIT_CHECK_FAILED, ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout
 from cartograph.errors import CartographError, ConfigError
 from cartograph.fsutil import atomic_write_text
@@ -351,7 +351,7 @@ def doctor(
             [(f.client, f.entry, f.problem, f.detail) for f in findings],
         )
     if any(f.problem != "ok" for f in findings):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 @app.command("client-status")
@@ -374,7 +374,7 @@ def client_status(
     if as_json:
         print_json(changes)
     if any(changes.values()):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 # -- connect --------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import typer
 from cartograph import error_codes as codes
 from cartograph.cli.app import ConfigOption, JsonOption, app, load_config_or_defaults
 from cartograph.cli.output import print_json, print_table, stderr, stdout
-from cartograph.errors import ConfigError
+from cartograph.errors import OptionError
 
 learning_app = typer.Typer(
     help="The usage log that discover learns from: status, forget, export.",
@@ -162,7 +162,7 @@ def parse_date(text: str) -> float:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError as exc:
-        raise ConfigError(
+        raise OptionError(
             f"--before {text!r} is not a date; use YYYY-MM-DD or ISO 8601, e.g. 2026-01-31",
             code=codes.BAD_DATE,
         ) from exc
@@ -194,7 +194,7 @@ def eval_learning(
 
     modes = MODES if feedback == "both" else tuple(m for m in MODES if m == feedback)
     if not modes:
-        raise ConfigError(
+        raise OptionError(
             f"--feedback must be surfaced, oracle or both, not {feedback!r}",
             code=codes.BAD_FEEDBACK,
         )

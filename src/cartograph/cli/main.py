@@ -2,22 +2,17 @@
 
 Each command module registers its commands on :data:`cartograph.cli.app.app`
 when imported; :data:`COMMAND_MODULES` lists them. Library errors become exit
-codes here and only here.
+codes in :class:`cartograph.cli.app.CartographGroup`, inside the app, and only there.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Final
 
 import typer
 
 from cartograph.cli.app import app
-from cartograph.cli.output import print_error
-from cartograph.errors import CartographError
-
-EXIT_CARTOGRAPH_ERROR: Final = 2
 
 # Command modules, each registering its commands on import (keep sorted).
 COMMAND_MODULES: Final[tuple[str, ...]] = (
@@ -41,13 +36,8 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
-    """Run the CLI, turning Cartograph errors into a message and exit code 2."""
-    cli = build_app()
-    try:
-        cli()
-    except CartographError as exc:
-        print_error(exc)
-        sys.exit(EXIT_CARTOGRAPH_ERROR)
+    """Run the CLI; the app itself turns errors into a message and an exit code."""
+    build_app()()
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from cartograph.cli.app import (
 )
 from cartograph.cli.output import print_json, print_table, stderr, stdout, working
 from cartograph.cli.serve import THROWAWAY, CatalogNameOption, UnsafeThrowawayKeyOption
-from cartograph.errors import ConfigError
+from cartograph.errors import ConfigError, OptionError
 
 MethodOption = Annotated[
     str | None,
@@ -214,7 +214,7 @@ def eval_command(
     from cartograph.eval.run import run_eval
 
     if catalog is None:
-        raise ConfigError("eval needs --catalog catalog.json", code=codes.EVAL_NEEDS_CATALOG)
+        raise OptionError("eval needs --catalog catalog.json", code=codes.EVAL_NEEDS_CATALOG)
     if learning:
         from cartograph.cli.learning import eval_learning
 

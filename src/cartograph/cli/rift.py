@@ -2,7 +2,7 @@
 
 Exit codes: 0 when the gate passes (or no gate was asked for), 1 when
 ``--fail-on`` finds clusters at or above the named risk (they are printed on
-stderr), 2 for any Cartograph error (bad config, unreadable catalog, …).
+stderr); errors exit with the codes of docs/errors.md (2 for a bad option).
 """
 
 from __future__ import annotations
@@ -14,17 +14,35 @@ from typing import TYPE_CHECKING, Annotated, Final
 import anyio
 import typer
 
-from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, load_config_or_defaults
+from cartograph.cli.app import (
+    EXIT_CHECK_FAILED,
+    CatalogOption,
+    ConfigOption,
+    JsonOption,
+    app,
+    load_config_or_defaults,
+)
 from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.errors import OptionError
 
 # Models and rich's widgets load where they are used: `--help` stays fast.
 if TYPE_CHECKING:
+    from pydantic import ValidationError
     from rich.progress import Progress
 
     from cartograph.config.model import Config
     from cartograph.rift.model import RiftReport, Risk
 
-EXIT_GATE_FAILED: Final = 1
+EXIT_GATE_FAILED: Final = EXIT_CHECK_FAILED
+
+_FLAGS: Final = {
+    "theta_sim": "--theta",
+    "high": "--high",
+    "medium": "--medium",
+    "cosine_tau": "--tau",
+    "jaccard_j": "--jaccard",
+}
+"""The option that sets each RiftSettings field, for one-line option errors."""
 
 
 class FailOn(StrEnum):
@@ -121,21 +139,28 @@ def rift(
     ] = False,
 ) -> None:
     """Find tools retrieval cannot tell apart, rate them, and say what to change."""
+    from pydantic import ValidationError
+
     from cartograph.rift.runner import load_cards, run_rift, settings_for
 
+    if update_baseline and baseline is None:
+        raise OptionError("--update-baseline needs --baseline FILE")
     cfg = load_config_or_defaults(config)
-    settings = settings_for(
-        cfg,
-        theta_sim=theta,
-        high=high,
-        medium=medium,
-        linkage=linkage.value if linkage else None,
-        cosine_tau=tau,
-        jaccard_j=jaccard,
-        margin=False if no_margin else None,
-        probe=probe.value if probe else None,
-        paper=paper,
-    )
+    try:
+        settings = settings_for(
+            cfg,
+            theta_sim=theta,
+            high=high,
+            medium=medium,
+            linkage=linkage.value if linkage else None,
+            cosine_tau=tau,
+            jaccard_j=jaccard,
+            margin=False if no_margin else None,
+            probe=probe.value if probe else None,
+            paper=paper,
+        )
+    except ValidationError as exc:
+        raise _option_error(exc) from None
     source = anyio.run(load_cards, cfg, catalog)
     state_dir = cfg.state_dir if cfg.source is not None else None
     with _progress() as bar:
@@ -157,12 +182,21 @@ def rift(
         stderr.print(f"HTML report written to {html}", highlight=False)
     if regenerate:
         _regenerate(cfg, report)
-    if update_baseline and baseline is None:
-        raise typer.BadParameter("--update-baseline needs --baseline FILE")
     if baseline is not None:
         _baseline_gate(report, baseline, fail_on, update=update_baseline)
     elif fail_on is not None:
         _gate(report, fail_on)
+
+
+def _option_error(exc: ValidationError) -> OptionError:
+    """One line naming the flag (or the config's ``[rift]`` key) and what is wrong."""
+    from cartograph.validation import TOP_LEVEL, first_problem
+
+    problem = first_problem(exc)
+    where = _FLAGS.get(problem.key, f"[rift] {problem.key}")
+    if problem.key == TOP_LEVEL:
+        return OptionError(f"rift settings: {problem.message}")
+    return OptionError(f"{where}: {problem.message}")
 
 
 def _progress() -> Progress:

@@ -12,9 +12,9 @@ import anyio
 import typer
 
 from cartograph import error_codes as codes
-from cartograph.cli.app import ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.app import EXIT_CHECK_FAILED, ConfigOption, JsonOption, app, resolve_config_path
 from cartograph.cli.output import print_json, print_table, stderr, stdout, working
-from cartograph.errors import ConfigError
+from cartograph.errors import OptionError
 
 # The config models, the MCP SDK and the runtime load inside the commands: `--help` stays fast.
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def _load(config_path: Path | None, mode: str | None = None) -> Config:
     config = load_config(resolve_config_path(config_path))
     if mode is not None:
         if mode not in ("pooled", "oneshot"):
-            raise ConfigError(
+            raise OptionError(
                 f"--mode {mode!r}: use pooled or oneshot", code=codes.BAD_GATEWAY_MODE
             )
         gateway = config.gateway.model_copy(update={"mode": mode})
@@ -71,7 +71,7 @@ def pick_catalog(config: Config, name: str | None) -> ResolvedCatalog:
     if name is None:
         if len(catalogs) == 1:
             return catalogs[0]
-        raise ConfigError(
+        raise OptionError(
             f"{len(catalogs)} catalogs are configured ({', '.join(known)}); "
             "choose one with --catalog-name NAME",
             code=codes.CATALOG_NAME_REQUIRED,
@@ -80,7 +80,7 @@ def pick_catalog(config: Config, name: str | None) -> ResolvedCatalog:
     for catalog in catalogs:
         if catalog.name == name:
             return catalog
-    raise ConfigError(
+    raise OptionError(
         f"no catalog named {name!r}; {did_you_mean(name, known, what='configured')}",
         code=codes.UNKNOWN_CATALOG,
     )
@@ -93,7 +93,7 @@ def check_server_in(catalog: ResolvedCatalog, server: str) -> None:
     members = [s.name for s in catalog.servers]
     if server not in members:
         hint = did_you_mean(server, members, what=f"servers in catalog {catalog.name!r}")
-        raise ConfigError(
+        raise OptionError(
             f"no server {server!r} in catalog {catalog.name!r}; {hint}",
             code=codes.UNKNOWN_SERVER,
             server=server,
@@ -233,7 +233,7 @@ def call_command(
             text = getattr(block, "text", None)
             stdout.print(text if text is not None else block.model_dump_json(), highlight=False)
     if result.is_error:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 async def _call_once(
@@ -249,7 +249,7 @@ async def _call_once(
     try:
         parsed = json.loads(raw_arguments)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"arguments are not JSON: {exc}", code=codes.BAD_ARGUMENTS) from exc
+        raise OptionError(f"arguments are not JSON: {exc}", code=codes.BAD_ARGUMENTS) from exc
     runtime = await start_runtime(
         config,
         catalog,

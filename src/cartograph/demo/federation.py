@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import DemoError
 
 CONFIG_NAME: Final = "cartograph.toml"
@@ -43,7 +44,7 @@ def recipe_dir() -> Path:
     raise DemoError(
         "this Cartograph install carries no demo federation recipe; reinstall from the "
         "published wheel or run from a source checkout",
-        code="demo_recipe_missing",
+        code=codes.DEMO_RECIPE_MISSING,
     )
 
 
@@ -59,7 +60,7 @@ def installed_config(home: Path) -> Path:
     if not config.is_file():
         raise DemoError(
             f"no demo federation installed at {home}: {SETUP_HINT}",
-            code="demo_not_installed",
+            code=codes.DEMO_NOT_INSTALLED,
         )
     return config
 
@@ -93,7 +94,7 @@ def _install_npm(home: Path, progress: Progress) -> None:
         raise DemoError(
             "the demo's npm servers need Node.js 20+ with npm on PATH; install Node.js, then "
             "re-run `cartograph demo --setup`",
-            code="demo_needs_node",
+            code=codes.DEMO_NEEDS_NODE,
         )
     progress("installing the demo's npm servers (npm ci)")
     # --ignore-scripts: no post-install browser downloads; every demo server runs without them.
@@ -118,7 +119,7 @@ def _run(command: list[str], cwd: Path, *, what: str) -> None:
         tail = "\n".join(_last_lines(done.stderr or done.stdout, 12))
         raise DemoError(
             f"demo setup failed at {what} (exit {done.returncode}) in {cwd}:\n{tail}",
-            code="demo_setup_failed",
+            code=codes.DEMO_SETUP_FAILED,
         )
 
 

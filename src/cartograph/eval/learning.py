@@ -33,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from cartograph import error_codes as codes
-from cartograph.errors import ConfigError
+from cartograph.errors import OptionError
 from cartograph.eval.bootstrap import bootstrap_interval
 from cartograph.eval.data import EvalQuery
 from cartograph.eval.harness import EVAL_K, MetricValue
@@ -245,7 +245,7 @@ def run_learning_eval(
     from cartograph.index.embedders import get_embedder
 
     if not 0.0 <= noise < 1.0:
-        raise ConfigError(f"--noise must be in [0, 1), got {noise}", code=codes.BAD_NOISE)
+        raise OptionError(f"--noise must be in [0, 1), got {noise}", code=codes.BAD_NOISE)
     queries = load_queries(queries_path)
     if limit is not None:  # a seeded sample, then the seeded replay order
         random.Random(seed).shuffle(queries)  # noqa: S311

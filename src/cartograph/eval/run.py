@@ -11,7 +11,7 @@ from cartograph.cards.store import CardStore
 from cartograph.cards.trust import load_trust
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.snapshot import load_catalog
-from cartograph.errors import ConfigError
+from cartograph.errors import OptionError
 from cartograph.eval.data import load_queries
 from cartograph.eval.harness import EvalReport, Progress, evaluate
 from cartograph.eval.raw import raw_entries
@@ -46,7 +46,7 @@ def run_eval(
 def _load_cards(cards_dir: Path, trust: Path | None) -> VerifiedCards:
     """Signed cards from a folder, verified against ``trust`` (never trusted blindly)."""
     if trust is None:
-        raise ConfigError(
+        raise OptionError(
             "--cards needs --trust FILE naming the keys that signed them",
             code=codes.EVAL_NEEDS_TRUST,
         )

@@ -19,6 +19,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from cartograph import error_codes as codes
 from cartograph.errors import RetrievalError
 from cartograph.index.embedders.base import Vectors
 from cartograph.rift.clustering import Groups, components, threshold_pairs
@@ -73,7 +74,7 @@ def _sparse_overlap(rows: list[int], cols: list[int], n: int, width: int) -> _Ov
         raise RetrievalError(
             f"Rift's Jaccard baseline over {n} tools needs scipy's sparse matrices; "
             "install them with `pip install 'cartograph[rift]'`",
-            code="rift_needs_scipy",
+            code=codes.RIFT_NEEDS_SCIPY,
         ) from missing
 
     ones = np.ones(len(rows), dtype=np.float64)

@@ -1,0 +1,58 @@
+"""One reading of a pydantic ``ValidationError``: where, which code, and what, on one line.
+
+Config files, catalog snapshots, cards, overrides and command-line options are all
+validated by pydantic models, and each turns the first problem into a Cartograph error
+with the file (or option) it came from. They share this reading so the key path, the
+message and the rule that the offending *value* is never echoed (it may be a secret)
+are the same everywhere.
+
+A model validator that knows the precise code raises
+``PydanticCustomError(code, message)`` with a code from :mod:`cartograph.error_codes`;
+:attr:`Problem.code` then carries it, and callers fall back to their own code otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from pydantic import ValidationError
+
+from cartograph.error_codes import REGISTRY
+
+TOP_LEVEL: Final = "(top level)"
+"""The key of a problem with the whole object (a model validator's)."""
+
+_PREFIXES: Final = ("Value error, ", "Assertion failed, ")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """The first thing wrong with a validated value."""
+
+    key: str
+    """Dotted path of the offending key (``servers.0.url``), or :data:`TOP_LEVEL`."""
+    kind: str
+    """pydantic's error type (``missing``, ``extra_forbidden``, ``greater_than``, …)."""
+    message: str
+    """pydantic's message, without the value and without its ``Value error,`` prefix."""
+    code: str | None
+    """The registered code a validator raised with, if any."""
+
+    def line(self) -> str:
+        """``key 'a.b': message``, or just the message for a whole-object problem."""
+        return self.message if self.key == TOP_LEVEL else f"key {self.key!r}: {self.message}"
+
+
+def first_problem(exc: ValidationError) -> Problem:
+    """The first error of ``exc`` (pydantic lists them in field order)."""
+    first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+    key = ".".join(str(part) for part in first["loc"]) or TOP_LEVEL
+    message = first["msg"]
+    for prefix in _PREFIXES:
+        message = message.removeprefix(prefix)
+    kind = first["type"]
+    return Problem(key, kind, message, kind if kind in REGISTRY else None)
+
+
+__all__ = ["TOP_LEVEL", "Problem", "first_problem"]
