@@ -4,11 +4,7 @@ Config files, catalog snapshots, cards, overrides and command-line options are a
 validated by pydantic models, and each turns the first problem into a Cartograph error
 with the file (or option) it came from. They share this reading so the key path, the
 message and the rule that the offending *value* is never echoed (it may be a secret)
-are the same everywhere.
-
-A model validator that knows the precise code raises
-``PydanticCustomError(code, message)`` with a code from :mod:`cartograph.error_codes`;
-:attr:`Problem.code` then carries it, and callers fall back to their own code otherwise.
+are the same everywhere. Each caller picks its own error class and code.
 """
 
 from __future__ import annotations
@@ -17,8 +13,6 @@ from dataclasses import dataclass
 from typing import Final
 
 from pydantic import ValidationError
-
-from cartograph.error_codes import REGISTRY
 
 TOP_LEVEL: Final = "(top level)"
 """The key of a problem with the whole object (a model validator's)."""
@@ -32,12 +26,12 @@ class Problem:
 
     key: str
     """Dotted path of the offending key (``servers.0.url``), or :data:`TOP_LEVEL`."""
+    loc: tuple[int | str, ...]
+    """The same path as pydantic's parts (empty for a whole-object problem)."""
     kind: str
     """pydantic's error type (``missing``, ``extra_forbidden``, ``greater_than``, …)."""
     message: str
     """pydantic's message, without the value and without its ``Value error,`` prefix."""
-    code: str | None
-    """The registered code a validator raised with, if any."""
 
     def line(self) -> str:
         """``key 'a.b': message``, or just the message for a whole-object problem."""
@@ -51,8 +45,7 @@ def first_problem(exc: ValidationError) -> Problem:
     message = first["msg"]
     for prefix in _PREFIXES:
         message = message.removeprefix(prefix)
-    kind = first["type"]
-    return Problem(key, kind, message, kind if kind in REGISTRY else None)
+    return Problem(key, tuple(first["loc"]), first["type"], message)
 
 
 __all__ = ["TOP_LEVEL", "Problem", "first_problem"]

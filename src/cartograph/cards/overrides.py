@@ -43,6 +43,7 @@ from cartograph.cards.generators.schema import is_valid
 from cartograph.cards.model import MAX_EXAMPLES
 from cartograph.catalog.model import ServerDef
 from cartograph.errors import ConfigError, GeneratorError
+from cartograph.validation import first_problem
 
 MAX_OVERRIDES_BYTES: Final = 4 * 1024 * 1024
 
@@ -87,10 +88,10 @@ def load_overrides(path: Path | None) -> Overrides:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}", code=codes.OVERRIDES_INVALID) from exc
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        problem = first_problem(exc)
         raise ConfigError(
-            f"{path}: bad override at {where}: {first['msg']}", code=codes.OVERRIDES_INVALID
+            f"{path}: bad override at {problem.key}: {problem.message}",
+            code=codes.OVERRIDES_INVALID,
         ) from exc
 
 

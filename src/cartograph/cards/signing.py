@@ -25,6 +25,7 @@ from cartograph.cards.keys import SigningKey
 from cartograph.cards.model import CARD_FORMAT_VERSION, Card, CardBody, Signature
 from cartograph.cards.trust import TrustSet
 from cartograph.errors import CardFormatError, SignatureError
+from cartograph.validation import first_problem
 
 CARD_SIGNATURE_TYPE: Final = b"cartograph/capability-card/v1"
 ALGORITHM: Final = "ed25519"
@@ -137,10 +138,9 @@ def parse_card(data: bytes) -> Card:
     try:
         card = Card.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        problem = first_problem(exc)
         raise CardFormatError(
-            f"bad card shape at {where}: {first['msg']}", code=codes.CARD_SHAPE
+            f"bad card shape at {problem.key}: {problem.message}", code=codes.CARD_SHAPE
         ) from exc
     if _typed_json(raw) != _typed_json(card.json_dict()):
         raise CardFormatError(

@@ -17,6 +17,7 @@ from cartograph import error_codes as codes
 from cartograph.catalog.model import Catalog
 from cartograph.errors import CatalogError
 from cartograph.fsutil import atomic_write_text
+from cartograph.validation import first_problem
 
 MAX_CATALOG_BYTES: Final = 64 * 1024 * 1024
 
@@ -42,10 +43,10 @@ def load_catalog(path: Path) -> Catalog:
     try:
         return Catalog.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        problem = first_problem(exc)
         raise CatalogError(
-            f"{path}: bad catalog shape at {where}: {first['msg']}", code=codes.CATALOG_SHAPE
+            f"{path}: bad catalog shape at {problem.key}: {problem.message}",
+            code=codes.CATALOG_SHAPE,
         ) from exc
 
 

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar, get_args
 
-import httpx2
 from pydantic import BaseModel, ValidationError
 
 from cartograph import error_codes as codes
@@ -32,20 +30,19 @@ from cartograph.config.mcp_json import (
     server_mapping,
     to_native,
 )
-from cartograph.config.model import Config, ServerConfig, Transport
+from cartograph.config.model import Config, ServerConfig, infer_transport
 from cartograph.errors import ConfigError
-from cartograph.names import PROXY_TOOL_NAMES, NamedThing, check_names, normalise_name
+from cartograph.names import NamedThing, check_names
 from cartograph.suggest import did_you_mean
+from cartograph.validation import first_problem
 
 logger = logging.getLogger(__name__)
 
 MAX_CONFIG_BYTES: Final = 1024 * 1024
 """A config is a few KiB; anything past this is a mistake or an attack (P-REL-5)."""
 
-_NAME: Final = re.compile(r"^\w[\w .-]{0,63}$")
 _SERVER_KEYS: Final = frozenset(ServerConfig.model_fields) - {"name"}
 _DEFAULT_KEYS: Final = frozenset({"connect_timeout", "call_timeout", "protocol", "stateless"})
-_HTTP_TRANSPORTS: Final = frozenset(get_args(Transport)) - {"stdio"}
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -184,21 +181,9 @@ def _imported_entries(value: Any, source: Path, environ: Mapping[str, str]) -> l
 
 
 def _check_server_names(entries: list[_Entry]) -> None:
+    """Across servers, naming both definitions' files; each name itself is the model's check."""
     seen: dict[str, _Entry] = {}
     for entry in entries:
-        if not isinstance(entry.name, str) or not _NAME.match(entry.name):
-            raise ConfigError(
-                f"{entry.where}: a server name is 1-64 letters, digits, space, '_', '-' or '.'",
-                code=codes.CONFIG_BAD_NAME,
-                server=entry.name,
-            )
-        if normalise_name(entry.name) in {normalise_name(w) for w in PROXY_TOOL_NAMES}:
-            raise ConfigError(
-                f"{entry.where}: the name collides with Cartograph's proxy tool "
-                f"{entry.name!r} ({', '.join(sorted(PROXY_TOOL_NAMES))} are reserved); rename it",
-                code=codes.CONFIG_RESERVED_NAME,
-                server=entry.name,
-            )
         if entry.name in seen:
             raise ConfigError(
                 f"{entry.source} duplicates {seen[entry.name].source}; server names must be unique",
@@ -224,11 +209,11 @@ def _server(entry: _Entry, defaults: dict[str, Any], environ: Mapping[str, str])
                 key=key,
             )
     body = _expand_server(body, entry, environ)
-    body.setdefault("transport", _infer_transport(body))
-    _check_endpoint(body, entry)
-    _check_auth(body, entry)
+    # The model infers the same; the path resolution below needs to know it first.
+    body.setdefault("transport", infer_transport(body.get("command"), body.get("url")))
     body = _server_paths(body, entry.file.parent, entry)
-    return _validate(ServerConfig, {**body, "name": entry.name}, where=entry.where)
+    data = {**body, "name": entry.name}
+    return _validate(ServerConfig, data, where=entry.where, file=str(entry.file))
 
 
 def _expand_server(
@@ -253,13 +238,6 @@ def _expand_server(
     return out
 
 
-def _infer_transport(body: dict[str, Any]) -> str:
-    url = body.get("url")
-    if body.get("command") is None and isinstance(url, str):
-        return "sse" if url.rstrip("/").endswith("/sse") else "streamable-http"
-    return "stdio"
-
-
 def _with_oauth_stores(config: Config) -> Config:
     """Each OAuth server's token file, in the state directory unless the config names one."""
     servers = tuple(
@@ -278,56 +256,6 @@ def _with_oauth_stores(config: Config) -> Config:
 def oauth_store(state_dir: Path, server: str) -> Path:
     """``<state_dir>/oauth/<server>.json``: one file per server (names hold no ``/``)."""
     return state_dir / "oauth" / f"{server}.json"
-
-
-def _check_auth(body: dict[str, Any], entry: _Entry) -> None:
-    if body.get("auth") == "oauth" and body.get("transport") not in _HTTP_TRANSPORTS:
-        raise ConfigError(
-            f"{entry.where}: key 'auth': OAuth is for HTTP servers (url = ...); a stdio "
-            "server takes its credentials from env",
-            code=codes.OAUTH_NEEDS_HTTP,
-            server=entry.name,
-            key="auth",
-        )
-
-
-def _check_endpoint(body: dict[str, Any], entry: _Entry) -> None:
-    transport, command, url = body.get("transport"), body.get("command"), body.get("url")
-    if command is not None and url is not None:
-        raise ConfigError(
-            f"{entry.where}: keys 'command' and 'url': set one (stdio) or the other (HTTP/SSE)",
-            code=codes.CONFIG_CONFLICTING_TRANSPORT,
-            server=entry.name,
-        )
-    if transport == "stdio" and (not isinstance(command, str) or not command.strip()):
-        raise ConfigError(
-            f"{entry.where}: key 'command': a stdio server needs a command to run",
-            code=codes.CONFIG_MISSING_COMMAND,
-            server=entry.name,
-            key="command",
-        )
-    if transport in _HTTP_TRANSPORTS:
-        _check_url(url, entry)
-
-
-def _check_url(url: Any, entry: _Entry) -> None:
-    problem = None
-    if not isinstance(url, str) or not url:
-        problem = "an HTTP or SSE server needs a url"
-    else:
-        try:
-            parsed = httpx2.URL(url)
-            if parsed.scheme not in {"http", "https"} or not parsed.host:
-                problem = "must be an absolute http:// or https:// URL"
-        except (httpx2.InvalidURL, ValueError, TypeError):
-            problem = "is not a valid URL"
-    if problem is not None:
-        raise ConfigError(
-            f"{entry.where}: key 'url': {problem}",
-            code=codes.CONFIG_BAD_URL,
-            server=entry.name,
-            key="url",
-        )
 
 
 def _server_paths(body: dict[str, Any], base: Path, entry: _Entry) -> dict[str, Any]:
@@ -355,33 +283,38 @@ def _path(value: str, base: Path, *, where: str = "") -> Path:
 # -- validation and paths ----------------------------------------------------------------
 
 
-def _validate(model: type[M], data: dict[str, Any], *, where: str) -> M:
+def _validate(model: type[M], data: dict[str, Any], *, where: str, file: str | None = None) -> M:
+    """``model`` from ``data``; every failure a :class:`ConfigError` naming the file.
+
+    ``where`` prefixes pydantic's own errors (it names the file and, for a server, the
+    server); the models' validators raise ConfigErrors that name their server themselves,
+    so those get only ``file`` (default ``where``).
+    """
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise _config_error(exc, where, model) from None
     except ConfigError as exc:
-        # Model validators (catalogs) raise without knowing the file; name it here.
-        raise ConfigError(f"{where}: {exc.message}", code=exc.code, **exc.details) from None
+        raise ConfigError(f"{file or where}: {exc.message}", code=exc.code, **exc.details) from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise ConfigError(f"{where}: {exc}", code=codes.CONFIG_INVALID) from None
 
 
+_KIND_CODES: Final = {
+    "extra_forbidden": (codes.CONFIG_UNKNOWN_KEY, "unknown key"),
+    "missing": (codes.CONFIG_MISSING_KEY, "required key is missing"),
+}
+
+
 def _config_error(exc: ValidationError, where: str, model: type[BaseModel]) -> ConfigError:
     """The first problem, naming the key path; never echoing the value (it may be a secret)."""
-    first = exc.errors(include_url=False, include_input=False)[0]
-    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    if first["type"] == "extra_forbidden":
-        known = _sibling_keys(model, first["loc"][:-1])
-        hint = f"; {did_you_mean(str(first['loc'][-1]), known, what='allowed')}" if known else ""
-        return ConfigError(
-            f"{where}: key {key!r}: unknown key{hint}", code=codes.CONFIG_UNKNOWN_KEY, key=key
-        )
-    if first["type"] == "missing":
-        return ConfigError(
-            f"{where}: key {key!r}: required key is missing", code=codes.CONFIG_MISSING_KEY, key=key
-        )
-    return ConfigError(f"{where}: key {key!r}: {first['msg']}", code=codes.CONFIG_INVALID, key=key)
+    problem = first_problem(exc)
+    code, message = _KIND_CODES.get(problem.kind, (codes.CONFIG_INVALID, problem.message))
+    if problem.kind == "extra_forbidden" and problem.loc:
+        known = _sibling_keys(model, problem.loc[:-1])
+        if known:
+            message += f"; {did_you_mean(str(problem.loc[-1]), known, what='allowed')}"
+    return ConfigError(f"{where}: key {problem.key!r}: {message}", code=code, key=problem.key)
 
 
 def _sibling_keys(model: type[BaseModel], parents: tuple[int | str, ...]) -> list[str]:

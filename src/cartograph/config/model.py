@@ -7,9 +7,10 @@ resolved against the config file's folder by the loader, never here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -20,7 +21,9 @@ from cartograph.config.catalog_rules import (
     check_explicit_prefix,
     check_members,
 )
+from cartograph.config.secrets import masked_env, masked_headers, masked_url
 from cartograph.errors import ConfigError
+from cartograph.names import PROXY_TOOL_NAMES, NamedThing, check_names, normalise_name
 
 DEFAULT_CONNECT_TIMEOUT: Final = 30.0
 DEFAULT_CALL_TIMEOUT: Final = 60.0
@@ -59,8 +62,23 @@ Transport = Literal["stdio", "streamable-http", "sse"]
 Protocol = Literal["auto", "legacy", "2026-07-28"]
 
 
+SERVER_NAME_PATTERN: Final = re.compile(r"^\w[\w .-]{0,63}$")
+"""A server name: 1-64 letters, digits, space, ``_``, ``-`` or ``.``, not starting with a
+separator (it becomes part of tool addresses and file names)."""
+_HTTP_TRANSPORTS: Final = frozenset(get_args(Transport)) - {"stdio"}
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Never echo an input in a validation error: it may be a token or a header value.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+
+def infer_transport(command: object, url: object) -> Transport:
+    """The transport a server means when it names none: a url alone is HTTP (SSE when the
+    path ends in ``/sse``); anything else is stdio."""
+    if command is None and isinstance(url, str):
+        return "sse" if url.rstrip("/").endswith("/sse") else "streamable-http"
+    return "stdio"
 
 
 DEFAULT_OAUTH_REDIRECT_PORT: Final = 33418
@@ -112,6 +130,97 @@ class ServerConfig(_Section):
     auth: Literal["oauth"] | None = None
     """``"oauth"``: an HTTP upstream that needs OAuth 2.1 (`cartograph auth login NAME` once)."""
     oauth: OAuthConfig = Field(default_factory=OAuthConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _transport_from_endpoint(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("transport") is None:
+            return {**data, "transport": infer_transport(data.get("command"), data.get("url"))}
+        return data
+
+    @model_validator(mode="after")
+    def _is_a_usable_server(self) -> ServerConfig:
+        """The invariants every server holds however it was built (file, import or code)."""
+        check_server_name(self.name)
+        self._check_endpoint()
+        return self
+
+    def _check_endpoint(self) -> None:
+        where = f"server {self.name!r}"
+        if self.command is not None and self.url is not None:
+            raise ConfigError(
+                f"{where}: keys 'command' and 'url': set one (stdio) or the other (HTTP/SSE)",
+                code=codes.CONFIG_CONFLICTING_TRANSPORT,
+                server=self.name,
+            )
+        if self.transport == "stdio" and (self.command is None or not self.command.strip()):
+            raise ConfigError(
+                f"{where}: key 'command': a stdio server needs a command to run",
+                code=codes.CONFIG_MISSING_COMMAND,
+                server=self.name,
+                key="command",
+            )
+        if self.auth == "oauth" and self.transport not in _HTTP_TRANSPORTS:
+            raise ConfigError(
+                f"{where}: key 'auth': OAuth is for HTTP servers (url = ...); a stdio "
+                "server takes its credentials from env",
+                code=codes.OAUTH_NEEDS_HTTP,
+                server=self.name,
+                key="auth",
+            )
+        if self.transport in _HTTP_TRANSPORTS:
+            problem = url_problem(self.url)
+            if problem is not None:
+                raise ConfigError(
+                    f"{where}: key 'url': {problem}",
+                    code=codes.CONFIG_BAD_URL,
+                    server=self.name,
+                    key="url",
+                )
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """The fields, with secret env values, every header value and URL passwords masked."""
+        for name, value in super().__repr_args__():
+            if name == "env":
+                yield name, masked_env(self.env, self.secret_env)
+            elif name == "headers":
+                yield name, masked_headers(self.headers)
+            elif name == "url" and value is not None:
+                yield name, masked_url(value)
+            else:
+                yield name, value
+
+
+def check_server_name(name: str) -> None:
+    """Refuse a name outside :data:`SERVER_NAME_PATTERN` or one that reads as a proxy tool."""
+    if not SERVER_NAME_PATTERN.match(name):
+        raise ConfigError(
+            f"server {name!r}: a server name is 1-64 letters, digits, space, '_', '-' or '.'",
+            code=codes.CONFIG_BAD_NAME,
+            server=name,
+        )
+    if normalise_name(name) in {normalise_name(w) for w in PROXY_TOOL_NAMES}:
+        raise ConfigError(
+            f"server {name!r}: the name collides with Cartograph's proxy tool {name!r} "
+            f"({', '.join(sorted(PROXY_TOOL_NAMES))} are reserved); rename it",
+            code=codes.CONFIG_RESERVED_NAME,
+            server=name,
+        )
+
+
+def url_problem(url: object) -> str | None:
+    """Why ``url`` cannot address an HTTP/SSE server, or ``None`` when it can."""
+    import httpx2  # here, not at the top: building config models needs no HTTP client
+
+    if not isinstance(url, str) or not url:
+        return "an HTTP or SSE server needs a url"
+    try:
+        parsed = httpx2.URL(url)
+    except (httpx2.InvalidURL, ValueError, TypeError):
+        return "is not a valid URL"
+    if parsed.scheme not in {"http", "https"} or not parsed.host:
+        return "must be an absolute http:// or https:// URL"
+    return None
 
 
 class LLMGeneratorConfig(_Section):
@@ -306,6 +415,21 @@ class Config(_Section):
     http: HttpConfig = Field(default_factory=HttpConfig)
     rift: RiftConfig = Field(default_factory=RiftConfig)
     catalogs: tuple[CatalogConfig, ...] = ()
+
+    @model_validator(mode="after")
+    def _server_names_are_distinct(self) -> Config:
+        """No two servers share a name, even after normalisation (P-NAME-1)."""
+        seen: set[str] = set()
+        for server in self.servers:
+            if server.name in seen:
+                raise ConfigError(
+                    f"server {server.name!r} is defined twice; server names must be unique",
+                    code=codes.CONFIG_DUPLICATE_SERVER,
+                    server=server.name,
+                )
+            seen.add(server.name)
+        check_names((NamedThing(s.name, f"server {s.name!r}") for s in self.servers), reserved=())
+        return self
 
     @model_validator(mode="after")
     def _catalogs_fit_mount_mode(self) -> Config:

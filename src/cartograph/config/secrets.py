@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from cartograph.config.model import ServerConfig
+if TYPE_CHECKING:
+    from cartograph.config.model import ServerConfig
+
+MASK: Final = "***"
+"""What a repr shows instead of a secret value."""
 
 SECRET_NAME_PARTS: Final = (
     "TOKEN",
@@ -39,6 +43,7 @@ SECRET_NAME_PARTS: Final = (
     "DSN",
 )
 _URL_WITH_PASSWORD: Final = re.compile(r"://[^/@\s:]*:[^/@\s]+@")
+_URL_PASSWORD: Final = re.compile(r"(://[^/@\s:]*:)[^/@\s]+@")
 
 
 def is_secret_name(name: str) -> bool:
@@ -67,3 +72,19 @@ def header_secrets(headers: Mapping[str, str]) -> Iterator[str]:
 def server_secrets(server: ServerConfig) -> list[str]:
     """Everything secret in one upstream's config."""
     return [*secret_env_values(server.env, server.secret_env), *header_secrets(server.headers)]
+
+
+def masked_env(env: Mapping[str, str], declared: Iterable[str] = ()) -> dict[str, str]:
+    """``env`` for a repr: each secret value (see the module docstring) replaced by :data:`MASK`."""
+    secret = set(secret_env_values(env, declared))
+    return {name: MASK if value in secret else value for name, value in env.items()}
+
+
+def masked_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` for a repr: every value is a secret."""
+    return dict.fromkeys(headers, MASK)
+
+
+def masked_url(url: str) -> str:
+    """``url`` for a repr, its password (``scheme://user:PASSWORD@host``) masked."""
+    return _URL_PASSWORD.sub(rf"\g<1>{MASK}@", url)
