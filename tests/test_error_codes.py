@@ -154,3 +154,13 @@ def test_raise_sites_use_registry_constants_not_string_literals() -> None:
         for line, value in literal_codes(ast.parse(path.read_text(encoding="utf-8")))
     ]
     assert not offenders, "use a cartograph.error_codes constant: " + ", ".join(offenders)
+
+
+def test_every_registered_code_is_used_by_the_code() -> None:
+    source = "\n".join(
+        path.read_text(encoding="utf-8")
+        for path in SRC.rglob("*.py")
+        if path.name != "error_codes.py"
+    )
+    unused = [code for code in REGISTRY if f"codes.{code.upper()}" not in source]
+    assert not unused, f"registered but never raised (remove them, and from docs): {unused}"

@@ -21,7 +21,13 @@ from cartograph.config.catalog_rules import (
     check_explicit_prefix,
     check_members,
 )
-from cartograph.config.secrets import masked_env, masked_headers, masked_url
+from cartograph.config.secrets import (
+    header_secrets,
+    masked_env,
+    masked_headers,
+    masked_url,
+    secret_env_values,
+)
 from cartograph.errors import ConfigError
 from cartograph.names import PROXY_TOOL_NAMES, NamedThing, check_names, normalise_name
 
@@ -177,6 +183,10 @@ class ServerConfig(_Section):
                     server=self.name,
                     key="url",
                 )
+
+    def secret_values(self) -> list[str]:
+        """Everything secret in this server's config, for redactors (config/secrets.py)."""
+        return [*secret_env_values(self.env, self.secret_env), *header_secrets(self.headers)]
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """The fields, with secret env values, every header value and URL passwords masked."""

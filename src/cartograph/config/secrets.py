@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final
-
-if TYPE_CHECKING:
-    from cartograph.config.model import ServerConfig
+from typing import Final
 
 MASK: Final = "***"
 """What a repr shows instead of a secret value."""
@@ -67,11 +64,6 @@ def header_secrets(headers: Mapping[str, str]) -> Iterator[str]:
         _, _, credential = value.partition(" ")
         if credential:
             yield credential
-
-
-def server_secrets(server: ServerConfig) -> list[str]:
-    """Everything secret in one upstream's config."""
-    return [*secret_env_values(server.env, server.secret_env), *header_secrets(server.headers)]
 
 
 def masked_env(env: Mapping[str, str], declared: Iterable[str] = ()) -> dict[str, str]:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from cartograph.config.model import Config
-from cartograph.config.secrets import server_secrets
 from cartograph.fsutil import make_private_dirs
 
 MAX_SHAPE_DEPTH: Final = 4
@@ -70,7 +69,7 @@ class Redactor:
     def from_config(cls, config: Config) -> Redactor:
         values: list[str] = []
         for server in config.servers:
-            values.extend(server_secrets(server))
+            values.extend(server.secret_values())
         for token in config.http.tokens:
             secret = os.environ.get(token.token_env)
             if secret:

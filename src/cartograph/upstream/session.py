@@ -47,7 +47,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from cartograph import error_codes as codes
 from cartograph.catalog.model import ServerDef, ToolDef
 from cartograph.config.model import ServerConfig
-from cartograph.config.secrets import server_secrets
 from cartograph.errors import (
     UpstreamError,
     UpstreamProtocolError,
@@ -608,7 +607,7 @@ def _listen_filter(caps: types.ServerCapabilities) -> dict[str, bool]:
 
 def _redact(text: str, cfg: ServerConfig) -> str:
     """Configured secrets never reach a stderr tail (P-LOG-1; which: ``config/secrets.py``)."""
-    for value in server_secrets(cfg):
+    for value in cfg.secret_values():
         if len(value) >= 4:
             text = text.replace(value, "***")
     return text
