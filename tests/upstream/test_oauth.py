@@ -24,6 +24,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from cartograph.cli.app import EXIT_CONFIG
 from cartograph.config.loader import load_config
 from cartograph.config.model import ServerConfig
 from cartograph.errors import ConfigError, OAuthLoginRequired
@@ -198,4 +199,4 @@ def test_auth_login_names_only_oauth_servers(tmp_path: Path) -> None:
         env=dict(os.environ),
         timeout=60,
     )
-    assert done.returncode == 2 and "oauth_not_configured" in done.stderr
+    assert done.returncode == EXIT_CONFIG and "(oauth_not_configured)" in done.stderr
