@@ -27,15 +27,17 @@ from mcp.types import Resource, ResourceListChangedNotification
 from cartograph.config.model import CatalogPolicy, ServerConfig
 from cartograph.demo.loopback import EVERYTHING_SCRIPT
 from cartograph.errors import PolicyError, ResultTooLarge
+from cartograph.server.http import http_app
 from cartograph.server.passthrough import (
     prompt_name,
     resource_uri,
     split_prompt_name,
     split_resource_uri,
 )
-from tests.server.support import running
+from tests.http.support import mcp_client, serving
+from tests.server.support import running, wait_until
 from tests.servers.serving import serve_http
-from tests.servers.support import scriptable, toml_for
+from tests.servers.support import config_for, scriptable, toml_for
 
 DEMO = Path(__file__).resolve().parents[2] / "demo"
 EVERYTHING = DEMO / EVERYTHING_SCRIPT
@@ -364,3 +366,21 @@ async def test_a_python_sdk_upstream_announces_new_resources_in_either_era(
         assert "cartograph://default/content/mem://added/x" in {
             r.uri for r in handlers.list_resources()
         }
+
+
+async def test_an_ended_http_session_is_no_longer_told_of_list_changes(tmp_path: Path) -> None:
+    """The notifier forgets a client when its MCP session ends (DELETE), not never."""
+    config = config_for(tmp_path / "state", scriptable("calc"))
+    async with http_app(config, unsafe_throwaway_key=True) as served:
+        endpoint: Any = next(
+            getattr(r, "endpoint", None)
+            for r in served.app.routes
+            if getattr(r, "path", "") == "/mcp"
+        )
+        mount = endpoint.mounts.per_catalog["default"]
+        notifier = mount.manager.app.notifier
+        with serving(served.app) as base, anyio.fail_after(60):
+            async with mcp_client(f"{base}/mcp", mode="legacy") as client:
+                await client.list_resources(cache_mode="bypass")
+                assert len(notifier.clients) == 1
+            await wait_until(lambda: not notifier.clients)

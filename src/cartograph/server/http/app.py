@@ -53,6 +53,7 @@ from cartograph.server.http._guards import GuardMiddleware, HostPolicy, OriginPo
 from cartograph.server.http._mount import PRINCIPAL_SCOPE_KEY, build_mount_server
 from cartograph.server.http._replies import with_request_ids
 from cartograph.server.http._sessions import SessionEnded, SessionManager, opens_session
+from cartograph.server.notify import ChangeNotifier
 from cartograph.server.proxy import http_client_key
 from cartograph.server.routed import RoutedHandlers
 
@@ -138,24 +139,33 @@ class _Mounts:
 
 
 def _manager(surface: ToolSurface, label: str, settings: HttpSettings) -> SessionManager:
+    server = build_mount_server(surface, label=label)
     return SessionManager(
-        build_mount_server(surface, label=label),
+        server,
         max_request_body_size=settings.max_body_bytes,
         session_idle_timeout=settings.session_idle_timeout,
         max_sessions=settings.max_sessions,
         max_sessions_per_principal=settings.max_sessions_per_principal,
-        on_session_end=_releaser(surface),
+        on_session_end=_releaser(surface, getattr(server, "notifier", None)),
     )
 
 
-def _releaser(surface: ToolSurface) -> SessionEnded | None:
-    """When an MCP session ends, its client's upstream sessions are closed (P-POOL-1)."""
+def _releaser(surface: ToolSurface, notifier: ChangeNotifier | None = None) -> SessionEnded | None:
+    """When an MCP session ends, its client's upstream sessions are closed (P-POOL-1).
+
+    The mount's list_changed notifier forgets the client too, so ended sessions are not
+    kept (nor notified) for the life of the server.
+    """
     release = getattr(surface, "release_client", None)
-    if release is None:
+    if release is None and notifier is None:
         return None
 
     async def on_end(session_id: str) -> None:
-        await release(http_client_key(session_id))
+        client = http_client_key(session_id)
+        if notifier is not None:
+            notifier.forget(client)
+        if release is not None:
+            await release(client)
 
     return on_end
 
