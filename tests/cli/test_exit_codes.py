@@ -88,6 +88,25 @@ def test_a_click_usage_error_is_one_line_and_exits_2(
     assert line.startswith("error (usage): ") and "--bogus" in line
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("serve", "--http", "--port", "70000"),
+        ("discover", "a task", "-k", "0"),
+        ("stubs", "--out", "x", "-k", "0"),
+        ("eval", "--learning", "--limit", "0"),
+    ],
+    ids=["port", "discover-k", "stubs-k", "eval-limit"],
+)
+def test_an_out_of_range_number_is_refused_on_one_line_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    result = invoke(tmp_path, monkeypatch, *args)
+    assert result.exit_code == EXIT_USAGE
+    line = one_error_line(result)
+    assert line.startswith("error (usage): ") and args[-2] in line
+
+
 def test_a_config_error_exits_3_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = invoke(tmp_path, monkeypatch, "servers", "--config", str(tmp_path / "none.toml"))
     assert result.exit_code == EXIT_CONFIG

@@ -33,7 +33,7 @@ EmbedderOption = Annotated[
 @app.command()
 def discover(
     task: Annotated[str, typer.Argument(help="The task, in plain words.")],
-    k: Annotated[int, typer.Option("-k", help="How many tools to return.")] = 5,
+    k: Annotated[int, typer.Option("-k", help="How many tools to return.", min=1)] = 5,
     method: MethodOption = None,
     embedder: EmbedderOption = None,
     config: ConfigOption = None,
@@ -202,7 +202,7 @@ def eval_command(
     ] = 0.2,
     seed: Annotated[int, typer.Option("--seed", help="--learning: replay order seed.")] = 0,
     limit: Annotated[
-        int | None, typer.Option("--limit", help="--learning: a seeded sample of N queries.")
+        int | None, typer.Option("--limit", help="--learning: a seeded sample of N queries.", min=1)
     ] = None,
     json_out: JsonOption = False,
 ) -> None:

@@ -149,7 +149,9 @@ def serve(
     config_path: ConfigOption = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP, not stdio.")] = False,
     host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port.")] = None,
+    port: Annotated[
+        int | None, typer.Option(help="HTTP port (0: any free port).", min=0, max=65535)
+    ] = None,
     mount_mode: Annotated[
         str | None, typer.Option("--mount-mode", help="HTTP: per-catalog or routed.")
     ] = None,

@@ -33,7 +33,9 @@ def stubs(
         str | None,
         typer.Option("--only-discovered", help="Only the top-k tools `discover` finds for TASK."),
     ] = None,
-    k: Annotated[int, typer.Option("-k", help="How many tools --only-discovered keeps.")] = 5,
+    k: Annotated[
+        int, typer.Option("-k", help="How many tools --only-discovered keeps.", min=1)
+    ] = 5,
     config: ConfigOption = None,
     catalog: CatalogOption = None,
     json_out: JsonOption = False,
