@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -48,6 +49,16 @@ def text(result: CallToolResult) -> str:
 
 def code(result: CallToolResult) -> str | None:
     return error_code(result)
+
+
+async def until_drift(h: ProxyHandlers, predicate: Callable[[], bool], limit: float = 30.0) -> None:
+    """Wait (bounded) until ``predicate`` holds, woken by the drift view's own change event."""
+    changed = asyncio.Event()
+    h.runtime.drift_view.subscribe(changed.set)
+    with anyio.fail_after(limit):
+        while not predicate():
+            await changed.wait()
+            changed.clear()
 
 
 async def wait_until(predicate: Callable[[], bool], limit: float = 10.0) -> None:

@@ -15,7 +15,7 @@ from cartograph.catalog.model import Catalog
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.proxy import build_proxy_server
 from cartograph.server.runtime import CatalogRuntime
-from tests.server.support import call, code, running, text, wait_until
+from tests.server.support import call, code, running, text, until_drift, wait_until
 from tests.servers.support import config_for, scriptable
 
 
@@ -70,7 +70,7 @@ async def test_list_changed_rug_pull_withholds_the_tool_and_names_the_reattest_c
         found = h.runtime.discover("echo the text back", 5)
         assert ("shifty", "echo") in {(t.server, t.tool) for t in found.tools}
         assert text(await call(h, "shifty", "mutate")) == "mutated"
-        await wait_until(lambda: not _exposed(h, "shifty", "echo"))
+        await until_drift(h, lambda: not _exposed(h, "shifty", "echo"))
         refused = await call(h, "shifty", "echo", text="hi")
         assert code(refused) == "tool_drifted"
         assert "cartograph bootstrap --server shifty" in text(refused)

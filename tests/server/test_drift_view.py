@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cartograph.server.handlers import ProxyHandlers
-from tests.server.support import call, code, running, text, wait_until
+from tests.server.support import call, code, running, text, until_drift
 from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
@@ -66,7 +66,7 @@ async def test_silent_mid_session_rug_pull_is_caught_by_the_periodic_relist(
         assert _discovered(h, "shifty", "echo")
         assert text(await call(h, "shifty", "mutate", announce=False)) == "mutated"
         # Nothing is announced: only the re-list (every 0.2 s here) can notice.
-        await wait_until(lambda: ("shifty", "echo") in h.runtime.drift.blocked)
+        await until_drift(h, lambda: ("shifty", "echo") in h.runtime.drift.blocked)
         await _assert_withheld_everywhere(h)
 
 
@@ -78,5 +78,5 @@ async def test_announced_mid_session_rug_pull_is_caught_in_either_protocol_era(
     upstream = scriptable("shifty", protocol=era)
     async with running(tmp_path, upstream, relist_interval=0.2) as h:
         assert text(await call(h, "shifty", "mutate")) == "mutated"
-        await wait_until(lambda: ("shifty", "echo") in h.runtime.drift.blocked)
+        await until_drift(h, lambda: ("shifty", "echo") in h.runtime.drift.blocked)
         await _assert_withheld_everywhere(h)
