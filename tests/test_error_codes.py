@@ -164,3 +164,9 @@ def test_every_registered_code_is_used_by_the_code() -> None:
     )
     unused = [code for code in REGISTRY if f"codes.{code.upper()}" not in source]
     assert not unused, f"registered but never raised (remove them, and from docs): {unused}"
+
+
+def test_the_drawn_hierarchy_names_every_error_class() -> None:
+    drawing = errors.__doc__ or ""
+    missing = [c.__name__ for c in ERROR_CLASSES if not re.search(rf"\b{c.__name__}\b", drawing)]
+    assert not missing, f"draw these in cartograph/errors.py's docstring: {missing}"
