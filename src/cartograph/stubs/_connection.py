@@ -9,6 +9,7 @@ until the first call.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any, Final
 import httpx2
 import mcp_types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -101,7 +102,10 @@ async def _client(target: Target, stack: AsyncExitStack) -> Client:
         timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
         http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
         return Client(streamable_http_client(target.url, http_client=http))
-    return Client(_stdio_parameters(target))
+    # errlog passed explicitly: the SDK's default is the sys.stderr of the moment
+    # mcp.client.stdio was first imported, which may be a stream without a file
+    # descriptor (a CLI runner's capture) that the child process cannot inherit.
+    return Client(stdio_client(_stdio_parameters(target), errlog=sys.stderr))
 
 
 def _stdio_parameters(target: StdioTarget) -> StdioServerParameters:
