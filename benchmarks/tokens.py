@@ -5,8 +5,8 @@ Measures, for one catalog:
   (b) Cartograph's fixed surface (the three proxy tools' definitions),
   (c) one k=5 ``discover`` response exactly as the proxy sends it
       (``ProxyHandlers._discover``): the text content the agent reads
-      (``DiscoverResult.to_text()``), the ``structuredContent``
-      (``DiscoverResult.structured()``), and the whole ``CallToolResult`` as
+      (``discover_text(DiscoverResult)``), the ``structuredContent``
+      (``discover_structured(DiscoverResult)``), and the whole ``CallToolResult`` as
       JSON-RPC carries it (both, plus envelope), each versus the raw
       ``tools/list`` JSON of the same five tools, averaged over a query set.
       The full library result (``model_dump``, what ``cartograph discover
@@ -38,6 +38,7 @@ from cartograph.catalog.snapshot import load_catalog
 from cartograph.index.discover import DiscoverResult, discover
 from cartograph.index.embedders import get_embedder
 from cartograph.index.tool_index import ToolIndex
+from cartograph.server.discover_reply import discover_structured, discover_text
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(os.environ.get("CARTOGRAPH_BENCH_DIR", REPO.parent / "shared" / "bench"))
@@ -84,8 +85,8 @@ def measure(catalog: Catalog, tasks: list[str], embedder: str) -> dict[str, Any]
     for task in tasks:
         result = discover(index, cards, task, k=K, threshold=0.0)
         sent = proxy_response(result)
-        text_tokens.append(count(result.to_text()))
-        structured_tokens.append(count(compact(result.structured())))
+        text_tokens.append(count(discover_text(result)))
+        structured_tokens.append(count(compact(discover_structured(result))))
         wire_tokens.append(count(compact(sent)))
         full_tokens.append(count(compact(result.model_dump(mode="json"))))
         five = [raw[(t.server, t.tool)] for t in result.tools]
@@ -116,8 +117,8 @@ def measure(catalog: Catalog, tasks: list[str], embedder: str) -> dict[str, Any]
 def proxy_response(result: DiscoverResult) -> dict[str, Any]:
     """The ``CallToolResult`` the proxy's ``discover`` returns, as JSON-RPC carries it."""
     sent = CallToolResult(
-        content=[TextContent(type="text", text=result.to_text())],
-        structured_content=result.structured(),
+        content=[TextContent(type="text", text=discover_text(result))],
+        structured_content=discover_structured(result),
     )
     return sent.model_dump(by_alias=True, exclude_none=True, mode="json")
 

@@ -25,6 +25,7 @@ from cartograph.index.discover import discover
 from cartograph.index.embedders import get_embedder
 from cartograph.index.entries import entries_from_cards
 from cartograph.index.tool_index import ToolIndex
+from cartograph.server.discover_reply import discover_text
 
 CANARY = f"CANARY{uuid.uuid4().hex}"
 INJECTIONS = (
@@ -104,7 +105,7 @@ async def test_canary_never_reaches_index_source_text_or_discover_output() -> No
         assert_clean(entry.server_text)
     result = discover(index, cards, "latest stock quote for a ticker", k=3)
     assert result.tools
-    assert_clean(result.to_text())
+    assert_clean(discover_text(result))
     assert_clean(json.dumps(result.model_dump(), ensure_ascii=False))
 
 

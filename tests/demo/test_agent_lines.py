@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cartograph.demo.agent import tool_lines
 from cartograph.index.discover import DiscoveredTool, DiscoverResult, ToolProvenance
+from cartograph.server.discover_reply import discover_text
 
 PROVENANCE = ToolProvenance(
     card_version=1, key_id="k", generator="template", generator_version="1", verified=True
@@ -37,7 +38,7 @@ def test_each_tool_gets_its_own_line_even_when_two_servers_share_a_tool_name() -
         ],
     )
     pairs = [(t.server, t.tool) for t in found.tools]
-    lines = tool_lines(found.to_text(), [*pairs, ("time", "missing")])
+    lines = tool_lines(discover_text(found), [*pairs, ("time", "missing")])
     assert sorted(lines) == sorted(pairs)  # a tool without a line is left out, not invented
     assert lines[("time", "now")].startswith("now(zone*: string)")
     assert "Current time" in lines[("time", "now")]

@@ -13,6 +13,7 @@ from cartograph.index.discover import ABSTAIN_SHOWN, discover
 from cartograph.index.embedders import FakeEmbedder
 from cartograph.index.schema_compact import compact_schema
 from cartograph.index.tool_index import ToolIndex
+from cartograph.server.discover_reply import discover_structured, discover_text
 
 from .retrieval_fixtures import small_catalog
 
@@ -68,7 +69,7 @@ def test_discover_returns_schema_example_and_provenance() -> None:
     assert best.provenance.key_id == cards.signer("files")
     assert best.provenance.generator == cards["files"].body.provenance.generator
     assert not result.abstained
-    text = result.to_text()
+    text = discover_text(result)
     assert text.splitlines()[0] == "[files]"
     assert "- write_file(path*: string" in text
 
@@ -77,7 +78,7 @@ def test_discover_text_lists_each_server_once_and_drops_template_structure() -> 
     cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     result = discover(index, cards, "write text into a file on disk", k=5, threshold=0.0)
-    lines = result.to_text().splitlines()
+    lines = discover_text(result).splitlines()
     headers = [line for line in lines if line.startswith("[")]
     assert len(headers) == len(set(headers)) == len({t.server for t in result.tools})
     assert not any("Needs " in line for line in lines)
@@ -87,7 +88,7 @@ def test_structured_content_names_every_tool_and_each_signing_card_once() -> Non
     cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
     result = discover(index, cards, "write text into a file on disk", k=5, threshold=0.0)
-    out = result.structured()
+    out = discover_structured(result)
     assert [(t["server"], t["tool"]) for t in out["tools"]] == [
         (t.server, t.tool) for t in result.tools
     ]
@@ -113,7 +114,7 @@ def test_discover_abstains_plainly_when_nothing_fits() -> None:
     assert result.hint
     assert len(result.tools) == ABSTAIN_SHOWN
     assert result.confidence < 0.5
-    assert result.to_text().startswith("No tool fits this task well")
+    assert discover_text(result).startswith("No tool fits this task well")
 
 
 def test_compact_schema_drops_noise_and_keeps_every_argument_detail() -> None:

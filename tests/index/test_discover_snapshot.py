@@ -6,6 +6,7 @@ from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.index.discover import discover
 from cartograph.index.embedders import FakeEmbedder
 from cartograph.index.tool_index import ToolIndex
+from cartograph.server.discover_reply import discover_text
 from tests.index.retrieval_fixtures import small_catalog
 from tests.snapshot import assert_snapshot
 
@@ -13,8 +14,7 @@ from tests.snapshot import assert_snapshot
 def _text(task: str, *, k: int, threshold: float) -> str:
     cards = attest_with_unsafe_throwaway_key(small_catalog())
     index = ToolIndex.build(cards, FakeEmbedder())
-    text: str = discover(index, cards, task, k=k, threshold=threshold).to_text()
-    return text
+    return discover_text(discover(index, cards, task, k=k, threshold=threshold))
 
 
 def test_discover_text_for_a_confident_match_is_unchanged() -> None:

@@ -76,7 +76,7 @@ async def test_list_changed_rug_pull_withholds_the_tool_and_names_the_reattest_c
         assert "cartograph bootstrap --server shifty" in text(refused)
         status = h.runtime.status()["servers"][0]
         assert status["drifted"] == [{"tool": "echo", "changed": ["description"]}]
-        await wait_until(lambda: ("shifty", "echo") in (h.runtime._excluded or set()))
+        await wait_until(lambda: ("shifty", "echo") in (h.runtime.index.excluded or set()))
         found = h.runtime.discover("echo the text back", 5)
         assert ("shifty", "echo") not in {(t.server, t.tool) for t in found.tools}
 

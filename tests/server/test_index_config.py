@@ -20,7 +20,8 @@ async def served_index_pooled_steps(tmp_path: Path, extra_index_line: str) -> bo
     runtime = await CatalogRuntime.start(config, config.servers, unsafe_throwaway_key=True)
     try:
         runtime.discover("add two numbers")  # the index is built and answers
-        return bool(runtime._index.pooled_steps)
+        assert runtime.index.current is not None
+        return bool(runtime.index.current.pooled_steps)
     finally:
         await runtime.aclose()
 

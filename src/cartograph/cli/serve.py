@@ -18,8 +18,11 @@ from cartograph.errors import OptionError
 
 # The config models, the MCP SDK and the runtime load inside the commands: `--help` stays fast.
 if TYPE_CHECKING:
+    from mcp.types import CallToolResult
+
     from cartograph.config.catalogs import ResolvedCatalog
     from cartograph.config.model import Config
+    from cartograph.server.runtime import CatalogRuntime
 
 ModeOption = Annotated[
     str | None,
@@ -108,7 +111,7 @@ async def start_runtime(
     share_sessions: bool = False,
     servers: tuple[str, ...] | None = None,
     connect_later: bool = False,
-) -> Any:
+) -> CatalogRuntime:
     """A started :class:`CatalogRuntime` for ``catalog`` (optionally only some servers).
 
     ``connect_later``: return once cards and index are loaded; the caller runs
@@ -188,7 +191,7 @@ def serve(
 
     catalog = pick_catalog(config, catalog_name)
 
-    async def start() -> Any:
+    async def start() -> CatalogRuntime:
         return await start_runtime(
             config,
             catalog,
@@ -245,7 +248,7 @@ async def _call_once(
     tool: str,
     raw_arguments: str,
     unsafe_throwaway_key: bool,
-) -> Any:
+) -> CallToolResult:
     from cartograph.server.handlers import ProxyHandlers
 
     try:

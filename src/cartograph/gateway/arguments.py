@@ -11,9 +11,9 @@ bad call costs the upstream nothing (P-TOOL-1).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import jsonschema
 from jsonschema.exceptions import SchemaError as JsonSchemaError
@@ -147,7 +147,13 @@ def _parse_json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def compile_validator(schema: Mapping[str, Any]) -> Any:
+class SchemaValidator(Protocol):
+    """A compiled JSON Schema validator (jsonschema's validators have this method)."""
+
+    def iter_errors(self, instance: Any) -> Iterator[jsonschema.ValidationError]: ...
+
+
+def compile_validator(schema: Mapping[str, Any]) -> SchemaValidator | None:
     """A jsonschema validator for ``schema``, built once per tool and reused per call.
 
     ``None`` when the schema cannot even be compiled; validation then defers to
@@ -155,7 +161,8 @@ def compile_validator(schema: Mapping[str, Any]) -> Any:
     """
     try:
         cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-        return cls(schema)
+        validator: SchemaValidator = cls(schema)
+        return validator
     except (JsonSchemaError, RecursionError, TypeError):
         return None
 
@@ -167,7 +174,7 @@ def validate_arguments(
     arguments: Mapping[str, Any],
     example: Any = None,
     *,
-    validator: Any = None,
+    validator: SchemaValidator | None = None,
 ) -> None:
     """Raise :class:`ArgumentError` (code ``bad_arguments``) showing the schema on mismatch.
 

@@ -18,7 +18,6 @@ from single-step, multi-step and out-of-catalog tasks together
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -26,10 +25,8 @@ from pydantic import BaseModel, ConfigDict
 from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import ArgumentError, RetrievalError
-from cartograph.index.entries import plain_description
 from cartograph.index.rankers.base import QueryContext, Ranking
-from cartograph.index.schema_compact import compact_schema, schema_signature
-from cartograph.index.text import tokenize
+from cartograph.index.schema_compact import compact_schema
 from cartograph.index.tool_index import MAX_K as MAX_DEPTH
 from cartograph.index.tool_index import ToolIndex
 
@@ -40,7 +37,6 @@ DEFAULT_K: Final = 5
 # calibrated on multi-step tasks only, which abstained on 1 in 5 single-step tasks.
 DEFAULT_ABSTAIN_THRESHOLD: Final = 0.186
 ABSTAIN_SHOWN: Final = 3
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 ABSTAIN_HINT: Final = (
     "No tool fits this task well. The closest tools are listed, but check them before "
     "calling. Rephrase the task as one concrete step (what to do to what), or run "
@@ -81,7 +77,11 @@ class DiscoveredTool(_Frozen):
 
 
 class DiscoverResult(_Frozen):
-    """What ``discover`` returns: ranked tools, or an abstention with a hint."""
+    """What ``discover`` returns: ranked tools, or an abstention with a hint.
+
+    How an agent reads it (text and ``structuredContent``) is the server's
+    business: :mod:`cartograph.server.discover_reply`.
+    """
 
     task: str
     method: str
@@ -89,66 +89,6 @@ class DiscoverResult(_Frozen):
     abstained: bool = False
     confidence: float
     hint: str | None = None
-
-    def to_text(self) -> str:
-        """The agent's rendering: under half the tokens of the same tools' raw JSON.
-
-        One line per tool, grouped under its server (servers in the order of
-        their best tool): ``- tool(signature): gist``. The signature is
-        lossless for arguments (names, ``*`` = required, types, enums,
-        defaults, constraints, descriptions; ``schema_signature``); the gist is
-        the description's first informative clause, without sentences that
-        only restate names. Full descriptions and usage examples stay in
-        :meth:`model_dump` (``cartograph discover --json``).
-        """
-        lines: list[str] = [self.hint] if self.abstained and self.hint else []
-        for server, tools in _by_server(self.tools):
-            lines.append(f"[{server}]")
-            lines += [f"- {t.tool}({_signature(t.input_schema)}): {_gist(t)}" for t in tools]
-        if not self.tools:
-            lines.append("No tools are available.")
-        return "\n".join(lines)
-
-    def structured(self) -> dict[str, Any]:
-        """What the proxy returns as ``structuredContent``: ids, scores, provenance.
-
-        The agent reads :meth:`to_text`, which already carries every argument
-        losslessly; repeating descriptions and schemas here would double the
-        response. This is the machine-readable part a client needs to follow
-        up (which server/tool, how sure, which signed card vouches for it).
-        The full result stays available as :meth:`model_dump` (library, CLI
-        ``--json``).
-        """
-        # Cards grouped by who signed them: one operator key usually signs every
-        # card, and a 64-hex key id repeated per server would dominate the reply.
-        signed: dict[tuple[str, str, bool], dict[str, int]] = {}
-        for t in self.tools:
-            p = t.provenance
-            group = signed.setdefault(
-                (p.key_id, f"{p.generator}/{p.generator_version}", p.verified), {}
-            )
-            group[t.server] = p.card_version
-        cards = [
-            {"key_id": key, "generator": gen, "verified": ok, "card_versions": versions}
-            for (key, gen, ok), versions in signed.items()
-        ]
-        out: dict[str, Any] = {
-            "tools": [{"server": t.server, "tool": t.tool, "score": t.score} for t in self.tools],
-            "abstained": self.abstained,
-            "confidence": self.confidence,
-            "signed": cards,
-        }
-        if self.hint:
-            out["hint"] = self.hint
-        return out
-
-
-def _by_server(tools: list[DiscoveredTool]) -> list[tuple[str, list[DiscoveredTool]]]:
-    """Tools grouped under their server, servers in the order of their best tool."""
-    groups: dict[str, list[DiscoveredTool]] = {}
-    for t in tools:
-        groups.setdefault(t.server, []).append(t)
-    return list(groups.items())
 
 
 def check_task_length(task: str, max_chars: int) -> None:
@@ -237,30 +177,3 @@ def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> Discove
             verified=True,
         ),
     )
-
-
-def _signature(schema: dict[str, Any]) -> str:
-    return schema_signature(schema) if schema.get("properties") else ""
-
-
-def _gist(tool: DiscoveredTool) -> str:
-    """The description's first informative clause: enough to choose, far fewer tokens.
-
-    The operator's full description stays in the structured result
-    (:meth:`DiscoverResult.model_dump`, ``cartograph discover --json``).
-    """
-    return _informative(tool.description, tool.tool, tool.input_schema).split("; ")[0]
-
-
-def _informative(description: str, tool: str, schema: dict[str, Any]) -> str:
-    """Drop sentences whose words all come from the tool's or its arguments' names.
-
-    The card template's structure sentences ("Needs path, content.", "Takes
-    no inputs.") only restate the argument list printed beside them.
-    """
-    description = plain_description(description, "")
-    known = set(tokenize(tool)) | {"input", "optional", "argument", "parameter"}
-    for name in schema.get("properties") or {}:
-        known.update(tokenize(str(name)))
-    kept = [s for s in _SENTENCE.split(description) if s and not set(tokenize(s)) <= known]
-    return " ".join(kept) if kept else description

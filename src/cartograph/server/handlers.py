@@ -41,6 +41,8 @@ from cartograph.gateway.arguments import MetaCall, repair_meta_call
 from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
 from cartograph.gateway.pool import partition_key
 from cartograph.gateway.results import error_code, error_result
+from cartograph.index.discover import DiscoverResult
+from cartograph.server.discover_reply import discover_structured, discover_text
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import (
     ChangeListener,
@@ -263,9 +265,9 @@ class ProxyHandlers:
             found = self.runtime.discover(task, k)
             record.found = found
             return CallToolResult(
-                content=[TextContent(text=found.to_text())],
+                content=[TextContent(text=discover_text(found))],
                 # ids, scores and card provenance; the text above carries the arguments
-                structured_content=found.structured(),
+                structured_content=discover_structured(found),
             )
 
         return await run_cpu(rank, workers=settings.cpu_workers)
@@ -523,7 +525,7 @@ class _Pending:
         self.server: str | None = None
         self.tool: str | None = None
         self.repairs: tuple[str, ...] = ()
-        self.found: Any = None
+        self.found: DiscoverResult | None = None
 
     def target(self, meta: MetaCall) -> None:
         self.server, self.tool, self.repairs = meta.server, meta.tool, meta.repairs

@@ -19,7 +19,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -27,13 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
 
 from cartograph import error_codes as codes
-from cartograph.cards.drift import (
-    DriftReport,
-    DriftView,
-    check_drift,
-    check_server_drift,
-    reattest_command,
-)
+from cartograph.cards.drift import DriftReport, DriftView, check_drift
 from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
@@ -46,7 +41,7 @@ from cartograph.errors import (
     UpstreamError,
     UsageLogError,
 )
-from cartograph.gateway.arguments import compile_validator, validate_arguments
+from cartograph.gateway.arguments import SchemaValidator, compile_validator, validate_arguments
 from cartograph.gateway.audit import AuditLog, Redactor
 from cartograph.gateway.gateway import Gateway
 from cartograph.gateway.pool import Opener, Upstream, default_opener, partition_key
@@ -58,18 +53,33 @@ from cartograph.index.serving import (
     warm_up,
 )
 from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
+from cartograph.server.catalog_status import CatalogFacts, catalog_status
+from cartograph.server.drift_tracker import DriftTracker
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import CatalogContent
+from cartograph.server.serving_index import ServingIndex, ToolKey
 from cartograph.suggest import did_you_mean
 from cartograph.upstream.content import ContentListing
 
 if TYPE_CHECKING:
+    from cartograph.index.cache import EmbeddingCache
+    from cartograph.index.discover import DiscoverResult
+    from cartograph.index.tool_index import ToolIndex
     from cartograph.learning.catalog import CatalogLearning
 
 logger = logging.getLogger(__name__)
-
-ToolKey = tuple[str, str]
 _Content = TypeVar("_Content", ReadResourceResult, GetPromptResult)
+
+
+@dataclass
+class PendingCall:
+    """One ``call`` on its way through :meth:`CatalogRuntime.call_steps`."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    tool_card: ToolCard | None = None
+    """Set by the integrity step: the card's entry for this tool, verified intact."""
 
 
 class CatalogRuntime:
@@ -86,7 +96,7 @@ class CatalogRuntime:
         policy: CatalogPolicy | None = None,
         opener: Opener = default_opener,
         share_sessions: bool = False,
-        cache: Any = None,
+        cache: EmbeddingCache | None = None,
     ) -> None:
         self.config = config
         self.name = name
@@ -98,14 +108,12 @@ class CatalogRuntime:
         self.cache = cache
         self.redactor = Redactor.from_config(config)
         self.audit = AuditLog(config.gateway.audit_log, redactor=self.redactor)
-        self.drift_view = DriftView()
+        self.tracker = DriftTracker(lambda: self.cards, self._on_drift_change)
         """Every listed tool's standing against its card, shared by discover, call and status."""
+        self.index = ServingIndex(name)
+        """The index ``discover`` searches, rebuilt when the servable tools change."""
         self.content = CatalogContent(name)
         """Each server's resources and prompts (not attested; served for carded servers only)."""
-        self.live: dict[str, ServerDef] = {}
-        self._refreshing: dict[str, bool] = {}
-        self.unchecked: set[str] = set()
-        """Servers whose live listing has not been compared with their card yet."""
         self.card_errors: dict[str, str] = {}
         self.started_at = time.time()
         self.gateway = Gateway(
@@ -117,12 +125,7 @@ class CatalogRuntime:
             redactor=self.redactor,
             share_sessions=share_sessions,
         )
-        self._index: Any = None
-        self._index_lock = anyio.Lock()
-        self._excluded: frozenset[ToolKey] | None = None
-        self._validators: dict[ToolKey, tuple[ToolCard, Any]] = {}
-        self._rebuild_task: asyncio.Task[None] | None = None
-        self._rebuild_again = False
+        self._validators: dict[ToolKey, tuple[ToolCard, SchemaValidator | None]] = {}
         self._maintenance: asyncio.Task[None] | None = None
         self.learning: CatalogLearning | None = None
         """Learning from use (``[learning]``); None when off or its log cannot open."""
@@ -130,7 +133,22 @@ class CatalogRuntime:
     @property
     def drift(self) -> DriftReport:
         """The current drift report (read from the one :attr:`drift_view`)."""
-        return self.drift_view.report
+        return self.tracker.report
+
+    @property
+    def drift_view(self) -> DriftView:
+        """The catalog's one drift view (held by :attr:`tracker`)."""
+        return self.tracker.view
+
+    @property
+    def live(self) -> dict[str, ServerDef]:
+        """The latest listing of each server that listed."""
+        return self.tracker.live
+
+    @property
+    def unchecked(self) -> set[str]:
+        """Servers whose live listing has not been compared with their card yet."""
+        return self.tracker.unchecked
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -187,7 +205,7 @@ class CatalogRuntime:
         runtime.card_errors = card_errors
         try:
             if connect_later and not unsafe_throwaway_key:
-                runtime.unchecked = set(runtime.servers)
+                runtime.tracker.unchecked.update(runtime.servers)
             elif eager and config.gateway.mode == "pooled":
                 await runtime.gateway.open_all()
             elif eager or unsafe_throwaway_key:
@@ -292,16 +310,7 @@ class CatalogRuntime:
 
     async def relist(self) -> None:
         """Re-list every live upstream session now and fold the result into the drift view."""
-
-        async def one(server: str, session: Upstream) -> None:
-            try:
-                await self._refresh(server, session)
-            except CartographError as exc:
-                logger.warning("periodic re-list of %s failed: %s", server, exc.code)
-
-        async with anyio.create_task_group() as group:
-            for server, session in self.gateway.pool.live_sessions():
-                group.start_soon(one, server, session)
+        await self.tracker.relist(self.gateway.pool.live_sessions())
 
     async def _start_learning(self) -> None:
         """Open the usage log; a log that cannot open costs learning, never serving."""
@@ -319,11 +328,11 @@ class CatalogRuntime:
         self.learning = learning
 
     async def aclose(self) -> None:
-        for task in (self._maintenance, self._rebuild_task):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        if self._maintenance is not None and not self._maintenance.done():
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+        await self.index.aclose()
         try:
             await self.gateway.aclose()
         finally:
@@ -334,43 +343,12 @@ class CatalogRuntime:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(self.learning.close)
 
-    # -- drift -----------------------------------------------------------------
+    # -- drift and the index ------------------------------------------------------
 
     async def _on_open(self, server: str, session: Upstream, restarted: bool) -> None:
-        """After every (re)open: re-list, re-check drift, follow list_changed."""
-        await self._refresh(server, session)
-        subscribe = getattr(session, "on_tools_changed", None)
-        if subscribe is not None:
-
-            async def changed(_name: str, session: Upstream = session) -> None:
-                await self._on_tools_changed(server, session)
-
-            subscribe(changed)
+        """After every (re)open: re-list and re-check drift, then list resources and prompts."""
+        await self.tracker.on_open(server, session, restarted)
         await self.content.opened(server, session)
-
-    async def _on_tools_changed(self, server: str, session: Upstream) -> None:
-        """Coalesced: a flood of notifications costs one re-list in flight plus one after."""
-        if server in self._refreshing:
-            self._refreshing[server] = True
-            return
-        self._refreshing[server] = False
-        try:
-            while True:
-                try:
-                    await self._refresh(server, session)
-                except CartographError as exc:
-                    logger.warning("re-listing %s after list_changed failed: %s", server, exc.code)
-                    return
-                if not self._refreshing[server]:
-                    return
-                self._refreshing[server] = False
-        finally:
-            del self._refreshing[server]
-
-    async def _refresh(self, server: str, session: Upstream) -> None:
-        live: ServerDef = await session.list_tools()
-        if self.apply_listing(server, live) and self._index is not None:
-            self._schedule_rebuild()
 
     def apply_listing(self, server: str, live: ServerDef) -> bool:
         """Compare ``server``'s listing (live, or from a catalog snapshot) with its card.
@@ -378,32 +356,15 @@ class CatalogRuntime:
         Returns True when that changed which tools are withheld. ``discover``
         hides them at once; :meth:`rebuild_index` makes the index follow.
         """
-        self.unchecked.discard(server)
-        self.live[server] = live
-        fresh = check_server_drift(self.cards, server, list(live.tools))
-        return self.drift_view.update_server(server, fresh)
+        return self.tracker.apply_listing(server, live)
 
-    def _schedule_rebuild(self) -> None:
-        """Rebuild the index in the background; a change during a rebuild queues one more.
+    def _on_drift_change(self) -> None:
+        """A listing changed what is withheld: rebuild the index in the background.
 
         Until it is done, :meth:`discover` hides newly blocked tools itself.
         """
-        if self._rebuild_task is not None and not self._rebuild_task.done():
-            self._rebuild_again = True
-            return
-        self._rebuild_task = asyncio.create_task(
-            self._rebuild_until_current(), name=f"cartograph:index:{self.name}"
-        )
-
-    async def _rebuild_until_current(self) -> None:
-        while True:
-            self._rebuild_again = False
-            try:
-                await self.rebuild_index()
-            except Exception:
-                logger.exception("catalog %s: rebuilding the index failed", self.name)
-            if not self._rebuild_again:
-                return
+        if self.index.current is not None:
+            self.index.schedule(self.rebuild_index)
 
     def excluded(self) -> frozenset[ToolKey]:
         """Carded tools that must not be discoverable: drifted, missing, or denied by policy."""
@@ -411,18 +372,15 @@ class CatalogRuntime:
 
     async def rebuild_index(self) -> None:
         """(Re)build the index when the set of servable tools changed."""
-        async with self._index_lock:
-            excluded = self.excluded()
-            if self._index is not None and excluded == self._excluded:
-                return
-            config, cards, embedder, cache = self.config, self.cards, self.embedder, self.cache
-            self._index = await run_cpu(
-                lambda: build_serving_index(config, cards, embedder, cache=cache, exclude=excluded),
-                workers=self.config.index.cpu_workers,
-            )
-            self._excluded = excluded
-        if self.learning is not None:
+        if await self.index.rebuild(self.excluded(), self._build_index) and self.learning:
             await self.learning.sync(self.cards)
+
+    async def _build_index(self, excluded: frozenset[ToolKey]) -> ToolIndex:
+        config, cards, embedder, cache = self.config, self.cards, self.embedder, self.cache
+        return await run_cpu(
+            lambda: build_serving_index(config, cards, embedder, cache=cache, exclude=excluded),
+            workers=self.config.index.cpu_workers,
+        )
 
     def admit(self, server: str, tool: str) -> None:
         """Raise unless ``server/tool`` is attested and its live definition still matches.
@@ -459,18 +417,21 @@ class CatalogRuntime:
 
     # -- the three tools ---------------------------------------------------------
 
-    def discover(self, task: str, k: int | None = None, *, method: str | None = None) -> Any:
-        """The retrieval result (pydantic; ``.to_text()`` / ``.model_dump()``)."""
+    def discover(
+        self, task: str, k: int | None = None, *, method: str | None = None
+    ) -> DiscoverResult:
+        """The retrieval result (pydantic; rendered by :mod:`cartograph.server.discover_reply`)."""
         from cartograph.index.discover import ABSTAIN_SHOWN, discover
 
-        if self._index is None:
+        index = self.index.current
+        if index is None:
             raise CartographError("the index is not built yet", code=codes.INDEX_NOT_READY)
         want = k or self.config.index.default_k
         # The index may predate the newest drift: ask for enough extra results to
         # drop every tool blocked since it was built and still return ``want``.
-        stale = self.drift_view.blocked - (self._excluded or frozenset())
+        stale = self.index.stale(self.drift_view.blocked)
         result = discover(
-            self._index,
+            index,
             self.cards,
             task,
             k=want + len(stale),
@@ -493,29 +454,60 @@ class CatalogRuntime:
         client: str | None = None,
         progress_callback: ProgressFnT | None = None,
     ) -> CallToolResult:
-        """Check everything locally, then forward; raises typed errors on refusal."""
-        if server not in self.servers:
-            raise UnknownToolError(
-                f"no server {server!r} in catalog {self.name!r}; "
-                f"{did_you_mean(server, self.servers, what='servers in it')}",
-                code=codes.UNKNOWN_SERVER,
-                server=server,
-            )
-        # P-SIG-3: what this call serves (signature, header, this tool) is re-checked every call.
-        tool_card = self.cards.ensure_tool_intact(server, tool) if server in self.cards else None
-        self.admit(server, tool)
-        assert tool_card is not None  # admit() refuses a tool the card does not have
-        validate_arguments(
-            server,
-            tool,
-            tool_card.input_schema,
-            arguments,
-            tool_card.example,
-            validator=self._validator(server, tool_card),
-        )
+        """Run :meth:`call_steps` in order, then forward; raises typed errors on refusal.
+
+        Every refusal happens before any upstream I/O. The handlers run their
+        own steps first (repairing a malformed meta-call, the catalog policy)
+        and the gateway its own after (breaker, bulkhead, deadline, result
+        limit): see docs/gateway.md.
+        """
+        pending = PendingCall(server, tool, arguments)
+        for step in self.call_steps():
+            step(pending)
         partition = partition_key(principal, client)
         return await self.gateway.call(
             server, tool, arguments, client=partition, progress_callback=progress_callback
+        )
+
+    def call_steps(self) -> tuple[Callable[[PendingCall], None], ...]:
+        """The checks of a ``call``, in the order they run; each raises to refuse."""
+        return (
+            self._step_known_server,
+            self._step_card_intact,
+            self._step_admitted,
+            self._step_arguments_match,
+        )
+
+    def _step_known_server(self, call: PendingCall) -> None:
+        """The server is in this catalog (else ``unknown_server``, with a did-you-mean)."""
+        if call.server not in self.servers:
+            raise UnknownToolError(
+                f"no server {call.server!r} in catalog {self.name!r}; "
+                f"{did_you_mean(call.server, self.servers, what='servers in it')}",
+                code=codes.UNKNOWN_SERVER,
+                server=call.server,
+            )
+
+    def _step_card_intact(self, call: PendingCall) -> None:
+        """P-SIG-3: what this call serves (signature, header, this tool) is re-checked."""
+        if call.server in self.cards:
+            call.tool_card = self.cards.ensure_tool_intact(call.server, call.tool)
+
+    def _step_admitted(self, call: PendingCall) -> None:
+        """The tool is attested and its live definition still matches the card."""
+        self.admit(call.server, call.tool)
+
+    def _step_arguments_match(self, call: PendingCall) -> None:
+        """The arguments match the attested input schema (``bad_arguments`` shows it)."""
+        tool_card = call.tool_card
+        assert tool_card is not None  # admit() refuses a tool the card does not have
+        validate_arguments(
+            call.server,
+            call.tool,
+            tool_card.input_schema,
+            call.arguments,
+            tool_card.example,
+            validator=self._validator(call.server, tool_card),
         )
 
     # -- resources and prompts ---------------------------------------------------
@@ -589,7 +581,7 @@ class CatalogRuntime:
             )
         return result
 
-    def _validator(self, server: str, tool_card: ToolCard) -> Any:
+    def _validator(self, server: str, tool_card: ToolCard) -> SchemaValidator | None:
         """The tool's compiled schema validator, built on first use.
 
         Reused while the card's tool entry is the same object; it was verified
@@ -605,100 +597,19 @@ class CatalogRuntime:
 
     def status(self) -> dict[str, Any]:
         """Everything an operator needs at a glance; no secrets (P-LOG-1)."""
-        gateway = self.gateway.snapshot()
-        servers = [self._server_status(name, gateway["servers"][name]) for name in self.servers]
-        report: dict[str, Any] = self.redactor.data(
-            {
-                "catalog": self.name,
-                "mode": gateway["mode"],
-                "uptime_s": round(time.time() - self.started_at, 1),
-                "servers": servers,
-                "totals": {
-                    "servers": len(servers),
-                    "healthy": sum(1 for s in servers if s["health"] == "up"),
-                    "unchecked": len(self.unchecked),
-                    "tools_servable": sum(s["tools"]["servable"] for s in servers),
-                    "tools_drifted": sum(len(s["drifted"]) for s in servers),
-                    "tools_unattested": sum(len(s["unattested"]) for s in servers),
-                    "restarts": sum(s["restarts"] for s in servers),
-                },
-            }
+        facts = CatalogFacts(
+            name=self.name,
+            servers=self.servers,
+            cards=self.cards,
+            card_errors=self.card_errors,
+            drift=self.drift,
+            listed=self.live.keys(),
+            unchecked=self.unchecked,
+            gateway=self.gateway.snapshot(),
+            started_at=self.started_at,
         )
+        report: dict[str, Any] = self.redactor.data(catalog_status(facts))
         return report
-
-    def _card_problem(self, name: str) -> dict[str, Any]:
-        """Why ``card`` is null: the code its verification failed with, and the fix."""
-        if name in self.cards:
-            return {}
-        code = self.card_errors.get(name, codes.CARD_MISSING)
-        fix = (
-            f"run `cartograph cards verify` to see why, then `{reattest_command(name)}`"
-            if code != codes.CARD_MISSING
-            else f"run `{reattest_command(name)}`"
-        )
-        return {"card_error": {"code": code, "fix": fix}}
-
-    def _server_status(self, name: str, gw: dict[str, Any]) -> dict[str, Any]:
-        cfg = self.servers[name]
-        listed = name in self.live
-        entries = sorted(self.drift.for_server(name), key=lambda e: e.tool)
-        card = self.cards.get(name)
-        by_status: dict[str, list[Any]] = {"drifted": [], "unattested": [], "missing": []}
-        for entry in entries:
-            if entry.status == "drifted":
-                by_status["drifted"].append({"tool": entry.tool, "changed": list(entry.changed)})
-            elif entry.status in by_status:
-                by_status[entry.status].append(entry.tool)
-        attested = len(card.body.tools) if card is not None else 0
-        servable = attested - len(by_status["drifted"]) - len(by_status["missing"])
-        return {
-            "name": name,
-            "transport": cfg.transport,
-            "stateless": cfg.stateless,
-            "health": "connecting"
-            if name in self.unchecked
-            else _health(listed, gw, self.gateway.mode),
-            "drift_checked": listed,
-            "tools": {
-                "attested": attested,
-                "live": sum(1 for e in entries if e.status != "missing") if listed else None,
-                "servable": servable if listed else attested,
-            },
-            "card": _card_status(self.cards, name),
-            **self._card_problem(name),
-            **by_status,
-            "reattest": reattest_command(name) if any(by_status.values()) else None,
-            "pool": gw["pool"],
-            "breaker": gw["breaker"],
-            "load": gw["load"],
-            "calls": gw["calls"],
-            "failures": gw["failures"],
-            "restarts": gw["pool"].get("restarts", 0),
-            "last_error": gw["last_error"],
-        }
-
-
-def _health(listed: bool, gw: dict[str, Any], mode: str) -> str:
-    if gw["breaker"]["state"] != "closed":
-        return f"circuit {gw['breaker']['state']}"
-    if mode == "pooled" and gw["pool"].get("sessions", 0) == 0:
-        return "down" if gw["last_error"] or gw["pool"].get("open_failures") else "idle"
-    if not listed:
-        return "unknown"
-    return "up"
-
-
-def _card_status(cards: VerifiedCards, server: str) -> dict[str, Any] | None:
-    card = cards.get(server)
-    if card is None:
-        return None
-    provenance = card.body.provenance
-    return {
-        "version": provenance.card_version,
-        "signer": cards.signer(server),
-        "generator": provenance.generator,
-        "created_at": provenance.created_at,
-    }
 
 
 def _catalog_policy(config: Config, name: str) -> CatalogPolicy:
@@ -708,7 +619,7 @@ def _catalog_policy(config: Config, name: str) -> CatalogPolicy:
     return CatalogPolicy()
 
 
-def _embedding_cache(config: Config) -> Any:
+def _embedding_cache(config: Config) -> EmbeddingCache:
     return serving_cache(config)
 
 

@@ -1,0 +1,136 @@
+"""The full ``status`` report of one catalog, built from what the runtime holds.
+
+Split from :class:`~cartograph.server.runtime.CatalogRuntime` so that the
+runtime holds state and this module only reads it: every server's health,
+card, drift, pool, breaker, load and counters, plus the catalog's totals.
+:mod:`cartograph.server.status_view` turns this into the agent's compact view.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cartograph import error_codes as codes
+from cartograph.cards.drift import DriftReport, reattest_command
+from cartograph.cards.verified import VerifiedCards
+from cartograph.config.model import ServerConfig
+
+
+@dataclass(frozen=True)
+class CatalogFacts:
+    """What a status report reads: the catalog's state at one moment."""
+
+    name: str
+    servers: Mapping[str, ServerConfig]
+    cards: VerifiedCards
+    card_errors: Mapping[str, str]
+    drift: DriftReport
+    listed: Collection[str]
+    """Servers whose live listing was compared with their card."""
+    unchecked: Collection[str]
+    gateway: Mapping[str, Any]
+    """:meth:`Gateway.snapshot`: mode, and per-server pool, breaker, load and counters."""
+    started_at: float
+
+
+def catalog_status(facts: CatalogFacts) -> dict[str, Any]:
+    """Everything an operator needs at a glance (the caller redacts secrets, P-LOG-1)."""
+    servers = [_server_status(facts, name) for name in facts.servers]
+    return {
+        "catalog": facts.name,
+        "mode": facts.gateway["mode"],
+        "uptime_s": round(time.time() - facts.started_at, 1),
+        "servers": servers,
+        "totals": {
+            "servers": len(servers),
+            "healthy": sum(1 for s in servers if s["health"] == "up"),
+            "unchecked": len(facts.unchecked),
+            "tools_servable": sum(s["tools"]["servable"] for s in servers),
+            "tools_drifted": sum(len(s["drifted"]) for s in servers),
+            "tools_unattested": sum(len(s["unattested"]) for s in servers),
+            "restarts": sum(s["restarts"] for s in servers),
+        },
+    }
+
+
+def _card_problem(facts: CatalogFacts, name: str) -> dict[str, Any]:
+    """Why ``card`` is null: the code its verification failed with, and the fix."""
+    if name in facts.cards:
+        return {}
+    code = facts.card_errors.get(name, codes.CARD_MISSING)
+    fix = (
+        f"run `cartograph cards verify` to see why, then `{reattest_command(name)}`"
+        if code != codes.CARD_MISSING
+        else f"run `{reattest_command(name)}`"
+    )
+    return {"card_error": {"code": code, "fix": fix}}
+
+
+def _server_status(facts: CatalogFacts, name: str) -> dict[str, Any]:
+    cfg = facts.servers[name]
+    gw = facts.gateway["servers"][name]
+    listed = name in facts.listed
+    entries = sorted(facts.drift.for_server(name), key=lambda e: e.tool)
+    card = facts.cards.get(name)
+    by_status: dict[str, list[Any]] = {"drifted": [], "unattested": [], "missing": []}
+    for entry in entries:
+        if entry.status == "drifted":
+            by_status["drifted"].append({"tool": entry.tool, "changed": list(entry.changed)})
+        elif entry.status in by_status:
+            by_status[entry.status].append(entry.tool)
+    attested = len(card.body.tools) if card is not None else 0
+    servable = attested - len(by_status["drifted"]) - len(by_status["missing"])
+    return {
+        "name": name,
+        "transport": cfg.transport,
+        "stateless": cfg.stateless,
+        "health": "connecting"
+        if name in facts.unchecked
+        else _health(listed, gw, facts.gateway["mode"]),
+        "drift_checked": listed,
+        "tools": {
+            "attested": attested,
+            "live": sum(1 for e in entries if e.status != "missing") if listed else None,
+            "servable": servable if listed else attested,
+        },
+        "card": _card_status(facts.cards, name),
+        **_card_problem(facts, name),
+        **by_status,
+        "reattest": reattest_command(name) if any(by_status.values()) else None,
+        "pool": gw["pool"],
+        "breaker": gw["breaker"],
+        "load": gw["load"],
+        "calls": gw["calls"],
+        "failures": gw["failures"],
+        "restarts": gw["pool"].get("restarts", 0),
+        "last_error": gw["last_error"],
+    }
+
+
+def _health(listed: bool, gw: Mapping[str, Any], mode: str) -> str:
+    if gw["breaker"]["state"] != "closed":
+        return f"circuit {gw['breaker']['state']}"
+    if mode == "pooled" and gw["pool"].get("sessions", 0) == 0:
+        return "down" if gw["last_error"] or gw["pool"].get("open_failures") else "idle"
+    if not listed:
+        return "unknown"
+    return "up"
+
+
+def _card_status(cards: VerifiedCards, server: str) -> dict[str, Any] | None:
+    card = cards.get(server)
+    if card is None:
+        return None
+    provenance = card.body.provenance
+    return {
+        "version": provenance.card_version,
+        "signer": cards.signer(server),
+        "generator": provenance.generator,
+        "created_at": provenance.created_at,
+    }
+
+
+__all__ = ["CatalogFacts", "catalog_status"]
