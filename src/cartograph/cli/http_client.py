@@ -143,14 +143,14 @@ class ProjectRecord:
 
 def fetch_health(url: str, *, token: str | None = None) -> dict[str, Any]:
     """GET ``<url>/health``; raises ConfigError when the server cannot be read."""
-    import httpx
+    import httpx2
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        response = httpx.get(f"{url.rstrip('/')}/health", headers=headers, timeout=HEALTH_TIMEOUT)
+        response = httpx2.get(f"{url.rstrip('/')}/health", headers=headers, timeout=HEALTH_TIMEOUT)
         response.raise_for_status()
         doc = response.json()
-    except (httpx.HTTPError, ValueError) as exc:
+    except (httpx2.HTTPError, ValueError) as exc:
         raise ConfigError(
             f"cannot read {url}/health: {exc}; is `cartograph serve --http` running?",
             code=codes.HEALTH_UNREACHABLE,
