@@ -32,11 +32,15 @@ def imported_top_levels(package: Path) -> set[str]:
 
 
 def declared() -> set[str]:
-    """The distribution names in ``[project] dependencies``, normalised."""
+    """Distribution names in ``[project] dependencies`` and the runtime extras, normalised.
+
+    An extra (``rift`` = scipy) is imported lazily behind an actionable error;
+    ``dev`` holds test tools the package never imports.
+    """
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return {
-        _normal(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0]) for spec in project["dependencies"]
-    }
+    extras = project.get("optional-dependencies", {})
+    specs = [*project["dependencies"], *(s for k, v in extras.items() if k != "dev" for s in v)]
+    return {_normal(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0]) for spec in specs}
 
 
 def _normal(name: str) -> str:
