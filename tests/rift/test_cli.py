@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from cartograph.cli.app import EXIT_CONFIG
+from cartograph.cli.app import EXIT_CARDS, EXIT_CONFIG
 from cartograph.cli.main import build_app
 from cartograph.cli.rift import EXIT_GATE_FAILED
+from cartograph.cli.serve import THROWAWAY
 from tests.cli.support import error_code
 
 CITY = {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}}
@@ -183,3 +184,48 @@ def test_name_plus_arguments_probe_mode_is_selectable(tmp_path: Path) -> None:
         "get weather today: city (string) City name",
         "get weather now: city (string) City name",
     }
+
+
+def _live_config(tmp_path: Path) -> Path:
+    from tests.servers.support import scriptable, toml_for
+
+    config = tmp_path / "cartograph.toml"
+    config.write_text(toml_for(tmp_path / "state", scriptable("calc")))
+    return config
+
+
+def test_without_cards_or_the_flag_rift_names_bootstrap_instead_of_a_throwaway_key(
+    tmp_path: Path,
+) -> None:
+    config = _live_config(tmp_path)
+    assert CliRunner().invoke(build_app(), ["keys", "init", "--config", str(config)]).exit_code == 0
+
+    result = CliRunner().invoke(
+        build_app(), ["rift", "--config", str(config), "--embedder", "fake"]
+    )
+
+    assert result.exit_code == EXIT_CARDS and error_code(result) == "no_cards"
+    assert "cartograph bootstrap" in result.stderr
+    assert "throwaway" not in result.stderr
+
+
+def test_without_a_key_rift_names_keys_init(tmp_path: Path) -> None:
+    config = _live_config(tmp_path)
+
+    result = CliRunner().invoke(
+        build_app(), ["rift", "--config", str(config), "--embedder", "fake"]
+    )
+
+    assert result.exit_code == EXIT_CARDS and error_code(result) == "no_trust"
+    assert "cartograph keys init" in result.stderr
+
+
+def test_the_flag_attests_the_live_federation_in_memory_and_says_so(tmp_path: Path) -> None:
+    config = _live_config(tmp_path)
+    args = ["rift", "--config", str(config), "--embedder", "fake", "--unsafe-throwaway-key"]
+
+    result = CliRunner().invoke(build_app(), [*args, "--json"])
+
+    assert result.exit_code == 0, result.output
+    assert THROWAWAY in " ".join(result.stderr.split())
+    assert json.loads(result.stdout)["cards"].startswith("template cards attested in memory")

@@ -8,8 +8,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cartograph.catalog import save_catalog
-from cartograph.cli.app import EXIT_OTHER
+from cartograph.cli.app import EXIT_CARDS, EXIT_OTHER
 from cartograph.cli.main import build_app
+from cartograph.cli.serve import THROWAWAY
 from tests.cli.support import error_code
 from tests.stubs.catalogs import awkward_catalog
 
@@ -64,3 +65,37 @@ def test_unknown_server_exits_with_the_error_code(tmp_path: Path) -> None:
     result = runner.invoke(build_app(), [*args, "--server", "nope"])
     assert result.exit_code == EXIT_OTHER
     assert error_code(result) == "stubs_unknown_server"
+
+
+def _live_config(tmp_path: Path) -> Path:
+    from tests.servers.support import scriptable, toml_for
+
+    config = tmp_path / "cartograph.toml"
+    config.write_text(toml_for(tmp_path / "state", scriptable("calc")))
+    return config
+
+
+def test_without_cards_or_the_flag_stubs_names_bootstrap_instead_of_a_throwaway_key(
+    tmp_path: Path,
+) -> None:
+    config = _live_config(tmp_path)
+    assert runner.invoke(build_app(), ["keys", "init", "--config", str(config)]).exit_code == 0
+
+    result = runner.invoke(
+        build_app(), ["stubs", "--config", str(config), "--out", str(tmp_path / "out")]
+    )
+
+    assert result.exit_code == EXIT_CARDS and error_code(result) == "no_cards"
+    assert "cartograph bootstrap" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_flag_attests_the_live_federation_in_memory_and_says_so(tmp_path: Path) -> None:
+    config = _live_config(tmp_path)
+    args = ["stubs", "--config", str(config), "--out", str(tmp_path / "out")]
+
+    result = runner.invoke(build_app(), [*args, "--unsafe-throwaway-key", "--json"])
+
+    assert result.exit_code == 0, result.output
+    assert THROWAWAY in " ".join(result.stderr.split())
+    assert json.loads(result.stdout)["cards"].startswith("template cards attested in memory")

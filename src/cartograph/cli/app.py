@@ -118,6 +118,15 @@ CatalogOption = Annotated[
     Path | None,
     typer.Option("--catalog", help="Use a catalog.json snapshot instead of live servers."),
 ]
+SnapshotOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--catalog",
+        help="Use a catalog.json snapshot instead of the operator's cards: its cards are "
+        "attested in memory with a throwaway key, so the output is unsigned.",
+    ),
+]
+"""``--catalog`` for commands that sign a snapshot in memory by design (rift, stubs)."""
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 

@@ -16,13 +16,14 @@ import typer
 
 from cartograph.cli.app import (
     EXIT_CHECK_FAILED,
-    CatalogOption,
     ConfigOption,
     JsonOption,
+    SnapshotOption,
     app,
     load_config_or_defaults,
 )
 from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.cli.serve import THROWAWAY, UnsafeThrowawayKeyOption
 from cartograph.errors import OptionError
 
 # Models and rich's widgets load where they are used: `--help` stays fast.
@@ -70,7 +71,8 @@ class LinkageChoice(StrEnum):
 @app.command()
 def rift(
     config: ConfigOption = None,
-    catalog: CatalogOption = None,
+    catalog: SnapshotOption = None,
+    unsafe_throwaway_key: UnsafeThrowawayKeyOption = False,
     json_out: JsonOption = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print Markdown.")] = False,
     html: Annotated[
@@ -161,7 +163,9 @@ def rift(
         )
     except ValidationError as exc:
         raise _option_error(exc) from None
-    source = anyio.run(load_cards, cfg, catalog)
+    if unsafe_throwaway_key:
+        stderr.print(f"[yellow]{THROWAWAY}[/]", highlight=False)
+    source = anyio.run(lambda: load_cards(cfg, catalog, unsafe_throwaway_key=unsafe_throwaway_key))
     state_dir = cfg.state_dir if cfg.source is not None else None
     with _progress() as bar:
         task = bar.add_task("embedding card text", total=None)

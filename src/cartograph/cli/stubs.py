@@ -9,8 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import anyio
 import typer
 
-from cartograph.cli.app import CatalogOption, ConfigOption, JsonOption, app, load_config_or_defaults
+from cartograph.cli.app import (
+    ConfigOption,
+    JsonOption,
+    SnapshotOption,
+    app,
+    load_config_or_defaults,
+)
 from cartograph.cli.output import print_json, print_table, stderr
+from cartograph.cli.serve import THROWAWAY, UnsafeThrowawayKeyOption
 
 if TYPE_CHECKING:
     from cartograph.stubs.generate import StubPackage
@@ -37,18 +44,26 @@ def stubs(
         int, typer.Option("-k", help="How many tools --only-discovered keeps.", min=1)
     ] = 5,
     config: ConfigOption = None,
-    catalog: CatalogOption = None,
+    catalog: SnapshotOption = None,
+    unsafe_throwaway_key: UnsafeThrowawayKeyOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Typed Python stubs: a module per server, a function per tool, calling `cartograph serve`."""
     from cartograph.stubs.generate import generate_stubs, write_stubs
     from cartograph.stubs.source import discovered, load_stub_source
 
+    if unsafe_throwaway_key:
+        stderr.print(f"[yellow]{THROWAWAY}[/]", highlight=False)
     cfg = load_config_or_defaults(config)
     started = time.perf_counter()
     with stderr.status("loading verified cards…") as status:
         source = anyio.run(
-            lambda: load_stub_source(cfg, catalog, notify=lambda m: status.update(m))
+            lambda: load_stub_source(
+                cfg,
+                catalog,
+                notify=lambda m: status.update(m),
+                unsafe_throwaway_key=unsafe_throwaway_key,
+            )
         )
         only = None
         if only_discovered is not None:

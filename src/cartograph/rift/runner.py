@@ -3,8 +3,11 @@
 Rift analyses *verified* card text only. When the config's state directory
 holds the operator's signed cards — the ones the proxy serves — those are
 what Rift analyses, unless ``--catalog`` names a snapshot explicitly. A
-snapshot (or a live federation without stored cards) is attested in memory
-by the template generator, exactly as ``eval`` and ``discover --catalog`` do.
+snapshot (``--catalog`` or ``config.catalog``) is attested in memory by the
+template generator, exactly as ``eval`` and ``discover --catalog`` do. The live
+federation is attested in memory only when asked (``--unsafe-throwaway-key``):
+without stored cards Rift otherwise raises the serving-state error naming the
+command that fixes it (issue 12: never a throwaway key silently).
 """
 
 from __future__ import annotations
@@ -77,15 +80,23 @@ def settings_for(config: Config, *, paper: bool = False, **overrides: Any) -> Ri
     return RiftSettings.model_validate(base)
 
 
-async def load_cards(config: Config, catalog_path: Path | None) -> CardSource:
-    """The cards Rift analyses: stored operator cards, else a snapshot attested in memory."""
+async def load_cards(
+    config: Config, catalog_path: Path | None, *, unsafe_throwaway_key: bool = False
+) -> CardSource:
+    """The cards Rift analyses: stored operator cards, else a snapshot attested in memory.
+
+    The live federation is attested in memory only with ``unsafe_throwaway_key``;
+    otherwise no stored cards raise ``no_servers`` / ``no_trust`` / ``no_cards``.
+    """
     from cartograph.cards.attest import attest_with_unsafe_throwaway_key
-    from cartograph.cards.loading import load_stored_for_config
+    from cartograph.cards.loading import load_stored_for_config, require_serving_state
 
     if catalog_path is None:
         stored = load_stored_for_config(config, code=codes.RIFT_NO_VERIFIED_CARDS)
         if stored:
             return _served(config, stored, f"signed cards in {config.state_dir}")
+        if config.catalog is None and not unsafe_throwaway_key:
+            require_serving_state(config)  # the state dir holds no card: this raises
     from cartograph.upstream.federation import load_catalog_for
 
     catalog = await load_catalog_for(config, catalog_path)

@@ -3,7 +3,9 @@
 - With ``--catalog`` (or ``catalog`` in the config) the snapshot is attested
   in memory, exactly as ``eval``, ``discover --catalog`` and ``rift`` do.
 - Otherwise the operator's signed cards in the state directory are loaded
-  (or, if there are none yet, the live federation is attested in memory),
+  (the live federation is attested in memory only with
+  ``--unsafe-throwaway-key``; without cards and without it, the serving-state
+  error names the command that fixes it — never a throwaway key silently),
   and the live federation is listed so drifted, unattested or vanished tools
   are withheld: a stub must never promise a tool the proxy would refuse.
 """
@@ -31,11 +33,15 @@ class StubSource:
 
 
 async def load_stub_source(
-    config: Config, catalog_path: Path | None, *, notify: Notify | None = None
+    config: Config,
+    catalog_path: Path | None,
+    *,
+    notify: Notify | None = None,
+    unsafe_throwaway_key: bool = False,
 ) -> StubSource:
     """Verified cards plus the drift of the federation they describe."""
     from cartograph.cards.attest import attest_with_unsafe_throwaway_key
-    from cartograph.cards.loading import load_stored_for_config
+    from cartograph.cards.loading import load_stored_for_config, require_serving_state
     from cartograph.upstream.federation import load_catalog_for
 
     say = notify or (lambda _message: None)
@@ -45,6 +51,8 @@ async def load_stub_source(
         if snapshot is not None
         else load_stored_for_config(config, code=codes.STUBS_NO_VERIFIED_CARDS)
     )
+    if snapshot is None and stored is None and not unsafe_throwaway_key:
+        require_serving_state(config)  # the state dir holds no card: this raises
     say("listing the federation's tools…" if snapshot is None else f"reading {snapshot}…")
     catalog = await load_catalog_for(config, catalog_path)
     if stored is not None:
