@@ -43,7 +43,9 @@ when it is raised and what the user does about it.
     ├── SessionLimitError           a session cap (per principal or in total) is reached
     ├── StubError                   stub generation refused (output folder, server selection)
     ├── DemoError                   a `cartograph demo` check failed (what an agent should see)
-    └── UsageLogError               the learning usage log cannot be opened, migrated or written
+    ├── UsageLogError               the learning usage log cannot be opened, migrated or written
+    └── StorageError                the shared database ([storage] url) cannot be used
+        └── AuditUnavailable        an audit record can be neither stored nor spooled: fail closed
 """
 
 from __future__ import annotations
@@ -450,8 +452,17 @@ class UsageLogError(CartographError):
     code = codes.USAGE_LOG
 
 
+class StorageError(CartographError):
+    code = "storage"
+
+
+class AuditUnavailable(StorageError):
+    code = "audit_unavailable"
+
+
 __all__ = [
     "ArgumentError",
+    "AuditUnavailable",
     "AuthenticationError",
     "CallError",
     "CardError",
@@ -475,6 +486,7 @@ __all__ = [
     "RollbackError",
     "SessionLimitError",
     "SignatureError",
+    "StorageError",
     "StubError",
     "ToolFailed",
     "UnknownKeyError",

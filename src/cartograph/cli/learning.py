@@ -38,8 +38,11 @@ def _store(config_path: Path | None) -> Any:
     leave a state directory behind.
     """
     from cartograph.learning import SqliteUsageStore, usage_log_path
+    from cartograph.storage import open_usage_store, uses_database
 
     config = load_config_or_defaults(config_path)
+    if uses_database(config):  # the shared log of a fleet ([storage] url)
+        return open_usage_store(config), config
     path = usage_log_path(config.state_dir)
     return (SqliteUsageStore(path) if path.exists() else _NoLog(path)), config
 

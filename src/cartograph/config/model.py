@@ -305,12 +305,39 @@ class GatewayConfig(_Section):
     )
 
 
+DEFAULT_DB_PASSWORD_ENV: Final = "CARTOGRAPH_DB_PASSWORD"  # noqa: S105 - a variable's name
+DEFAULT_SPOOL_RECORDS: Final = 10_000
+"""Audit records a replica may hold locally while its database is down (then: fail closed)."""
+DEFAULT_DB_POOL_SIZE: Final = 4
+DEFAULT_DB_TIMEOUT: Final = 5.0
+
+
+class StorageConfig(_Section):
+    """Where the usage log and the audit trail live (``cartograph.storage``).
+
+    No ``url`` (the default): the usage log is SQLite in the state directory
+    and the audit trail is ``[gateway] audit_log`` — nothing to run. A
+    ``postgresql://user@host:port/db`` url puts both in PostgreSQL, shared by
+    every replica; the password comes from the ``password_env`` variable, never
+    from the file. A database outage spools audit records locally (at most
+    ``spool_records``), then fails closed (``docs/fleet.md``).
+    """
+
+    url: str | None = None
+    password_env: str = DEFAULT_DB_PASSWORD_ENV
+    spool_records: int = Field(default=DEFAULT_SPOOL_RECORDS, ge=0)
+    pool_size: int = Field(default=DEFAULT_DB_POOL_SIZE, ge=1, le=64)
+    timeout: Seconds = DEFAULT_DB_TIMEOUT
+
+
 class TokenConfig(_Section):
     """A bearer token (read from an environment variable) mapped to a principal."""
 
     principal: str
     token_env: str
     catalogs: tuple[str, ...] = ("*",)
+    admin: bool = False
+    """May ``POST /admin/reload`` (re-verify and serve the card set; docs/fleet.md)."""
 
 
 class HttpConfig(_Section):
@@ -424,6 +451,7 @@ class Config(_Section):
     learning: LearningConfig = Field(default_factory=LearningConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     rift: RiftConfig = Field(default_factory=RiftConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
     catalogs: tuple[CatalogConfig, ...] = ()
 
     @model_validator(mode="after")

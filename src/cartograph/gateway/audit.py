@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from cartograph.config.model import Config
 from cartograph.fsutil import make_private_dirs
@@ -123,6 +123,41 @@ class AuditRecord:
     repairs: tuple[str, ...] = ()
     http_status: int | None = None
     path: str | None = None
+    trace: str | None = None
+    """The W3C ``traceparent`` the client sent in the request's ``_meta``, when it sent one."""
+
+
+class AuditSink(Protocol):
+    """Where audit records go: a JSONL file (:class:`AuditLog`) or a database.
+
+    ``write`` returns only once the record is durable (or raises
+    :class:`~cartograph.errors.AuditUnavailable`); a ``blocking`` sink does
+    network I/O there, so async callers run it in a worker thread. ``degraded``
+    is True while the sink cannot reach its store; ``admit`` then raises when
+    one more record could not be kept, so a call is refused before it runs.
+    """
+
+    blocking: bool
+
+    @property
+    def degraded(self) -> bool: ...
+
+    def admit(self) -> None: ...
+
+    def write(self, record: AuditRecord) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def record_data(record: AuditRecord, redactor: Redactor) -> dict[str, Any]:
+    """The record as one JSON object: optional fields only when set, secrets redacted."""
+    data = {name: getattr(record, name) for name in _FIELDS}
+    for name in _OPTIONAL:  # a call's line stays as it was
+        if data[name] is None:
+            del data[name]
+    if not redactor.empty:
+        data = redactor.data(data)
+    return data
 
 
 def utc_now() -> str:
@@ -147,17 +182,22 @@ class AuditLog:
         self._fd: int | None = None
         self.keep_in_memory = path is None
 
+    blocking = False
+    """A local ``write`` is one system call: cheap enough for the event loop."""
+
+    @property
+    def degraded(self) -> bool:
+        return False
+
+    def admit(self) -> None:
+        """A file (or memory) is always there to write to."""
+
     def write(self, record: AuditRecord) -> None:
         if self.keep_in_memory:
             with self._lock:
                 self.records.append(record)
             return
-        data = {name: getattr(record, name) for name in _FIELDS}
-        for name in _HTTP_ONLY:  # a call's line stays as it was
-            if data[name] is None:
-                del data[name]
-        if not self.redactor.empty:
-            data = self.redactor.data(data)
+        data = record_data(record, self.redactor)
         line = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
         with self._lock:
             os.write(self._open(), line.encode("utf-8"))
@@ -177,4 +217,4 @@ class AuditLog:
 
 
 _FIELDS: Final = tuple(f.name for f in fields(AuditRecord))
-_HTTP_ONLY: Final = ("http_status", "path")
+_OPTIONAL: Final = ("http_status", "path", "trace")

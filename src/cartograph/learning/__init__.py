@@ -26,5 +26,7 @@ def open_learning(config: Config, catalog: str, embedder: Embedder) -> CatalogLe
     """
     if not config.learning.enabled:
         return None
-    store = SqliteUsageStore(usage_log_path(config.state_dir))
+    from cartograph.storage import open_usage_store
+
+    store = open_usage_store(config)
     return CatalogLearning(store, catalog=catalog, embedder=embedder, config=config.learning)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import (
     CallToolResult,
@@ -33,15 +34,17 @@ from cartograph import error_codes as codes
 from cartograph.config.model import CatalogPolicy
 from cartograph.errors import (
     ArgumentError,
+    AuditUnavailable,
     CartographError,
     PolicyError,
     UnknownToolError,
 )
 from cartograph.gateway.arguments import MetaCall, repair_meta_call
-from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
+from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now
 from cartograph.gateway.pool import partition_key
 from cartograph.gateway.results import error_code, error_result
 from cartograph.index.discover import DiscoverResult
+from cartograph.server import metrics
 from cartograph.server.discover_reply import discover_structured, discover_text
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import (
@@ -74,6 +77,8 @@ class CallContext:
     client: str | None = None
     progress: ProgressFnT | None = None
     principal: str | None = None
+    trace: str | None = None
+    """The W3C ``traceparent`` of the request's ``_meta``; the audit record keeps it."""
 
 
 CALL_CONTEXT: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
@@ -124,7 +129,7 @@ class ProxyHandlers:
         policy: CatalogPolicy | None = None,
         tool_prefix: str | None = None,
         authorize: Authorize | None = None,
-        audit: AuditLog | None = None,
+        audit: AuditSink | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -197,7 +202,7 @@ class ProxyHandlers:
         client = client if client is not None else context.client
         progress = progress if progress is not None else context.progress
         started = time.perf_counter()
-        record = _Pending(proxy_tool=name, arguments=arguments)
+        record = _Pending(proxy_tool=name, arguments=arguments, trace=context.trace)
         try:
             result = await self._dispatch(
                 name, arguments or {}, principal, client, progress, record
@@ -206,9 +211,20 @@ class ProxyHandlers:
             result = error_result(_redact(exc, self.runtime))
         except BaseException:
             # Cancelled (the client gave up, or shutdown): still exactly one record.
-            self._audit(record, principal, None, started)
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._audit(record, principal, None, started)
+                except AuditUnavailable as exc:
+                    logger.error("audit record lost for a cancelled call: %s", exc.message)
             raise
-        self._audit(record, principal, result, started)
+        try:
+            await self._audit(record, principal, result, started)
+        except AuditUnavailable as exc:  # neither stored nor spooled: the answer is withheld
+            logger.error("audit record lost for %s: %s", record.proxy_tool, exc.message)
+            result = error_result(exc)
+        self._observe(record, result, started)
+        if result.is_error and error_code(result) == AuditUnavailable.code:
+            return result
         await self._learn(record, result, partition_key(principal, client) or "local")
         return result
 
@@ -298,6 +314,8 @@ class ProxyHandlers:
     ) -> CallToolResult:
         meta = repair_meta_call(arguments, self._known)
         record.target(meta)
+        if self.audit.degraded:  # fail closed before any upstream I/O (docs/fleet.md)
+            await anyio.to_thread.run_sync(self.audit.admit)
         if not policy_allows(self.policy, meta.server, meta.tool):
             raise PolicyError(
                 f"{meta.server}/{meta.tool} is not allowed in catalog {self.catalog!r} "
@@ -467,27 +485,43 @@ class ProxyHandlers:
         card = self.runtime.cards.get(server)
         return card is not None and card.body.tool(tool) is not None
 
-    def _audit(
+    async def _audit(
         self,
         record: _Pending,
         principal: str | None,
         result: CallToolResult | None,
         started: float,
     ) -> None:
-        outcome = _outcome(result)
-        self.audit.write(
-            AuditRecord(
-                time=utc_now(),
-                catalog=self.catalog,
-                principal=principal,
-                proxy_tool=record.proxy_tool,
-                server=record.server,
-                tool=record.tool,
-                duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
-                outcome=outcome,
-                arguments=argument_shape(record.arguments),
-                repairs=record.repairs,
-            )
+        """Write the call's one record; durable before the answer goes out."""
+        entry = AuditRecord(
+            time=utc_now(),
+            catalog=self.catalog,
+            principal=principal,
+            proxy_tool=record.proxy_tool,
+            server=record.server,
+            tool=record.tool,
+            duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
+            outcome=_outcome(result),
+            arguments=argument_shape(record.arguments),
+            repairs=record.repairs,
+            trace=record.trace,
+        )
+        if self.audit.blocking:  # a database round trip: off the event loop
+            await anyio.to_thread.run_sync(self.audit.write, entry)
+        else:
+            self.audit.write(entry)
+
+    def _observe(self, record: _Pending, result: CallToolResult, started: float) -> None:
+        """Count the answered call for ``/metrics`` (the facts of its audit record)."""
+        found = record.found
+        metrics.observe(
+            catalog=self.catalog,
+            proxy_tool=record.proxy_tool,
+            server=record.server,
+            tool=record.tool,
+            outcome=_outcome(result),
+            seconds=time.perf_counter() - started,
+            abstained=bool(found.abstained) if found is not None else None,
         )
 
     async def _learn(self, record: _Pending, result: CallToolResult, session: str) -> None:
@@ -519,9 +553,10 @@ def _outcome(result: CallToolResult | None) -> str:
 class _Pending:
     """What the audit record will say, filled in as the call is understood."""
 
-    def __init__(self, proxy_tool: str, arguments: Any) -> None:
+    def __init__(self, proxy_tool: str, arguments: Any, trace: str | None = None) -> None:
         self.proxy_tool = proxy_tool
         self.arguments = arguments
+        self.trace = trace
         self.server: str | None = None
         self.tool: str | None = None
         self.repairs: tuple[str, ...] = ()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Final, TypeGuard
 
 from mcp.server import Server
@@ -89,6 +90,16 @@ class ProxyServer(Server[Any]):
         return super().create_initialization_options(changes, experimental_capabilities, extensions)
 
 
+MAX_TRACEPARENT: Final = 128
+
+
+def traceparent(params: CallToolRequestParams) -> str | None:
+    """The W3C ``traceparent`` a client put in the request's ``_meta`` (bounded), if any."""
+    meta = params.meta or {}
+    value = meta.get("traceparent") if isinstance(meta, dict) else None
+    return value[:MAX_TRACEPARENT] if isinstance(value, str) and value else None
+
+
 def build_proxy_server(
     handlers: ToolSurface,
     *,
@@ -118,7 +129,7 @@ def build_proxy_server(
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(progress, total, message)
 
-        call = context(ctx, progress)
+        call = replace(context(ctx, progress), trace=traceparent(params))
         token = CALL_CONTEXT.set(call)
         try:
             return await handlers.call_tool(

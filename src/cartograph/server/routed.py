@@ -53,7 +53,7 @@ from cartograph.errors import (
     PolicyError,
     UnknownToolError,
 )
-from cartograph.gateway.audit import AuditLog, AuditRecord, argument_shape, utc_now
+from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.handlers import CALL_CONTEXT, ContentSurface, ToolSurface
@@ -111,7 +111,7 @@ class RoutedHandlers:
         targets: Mapping[str, ToolSurface],
         *,
         authority: TokenAuthority | None = None,
-        audit: AuditLog | None = None,
+        audit: AuditSink | None = None,
     ) -> None:
         if not targets:
             raise ConfigError(

@@ -28,7 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
 
 from cartograph import error_codes as codes
-from cartograph.cards.drift import DriftReport, DriftView, check_drift
+from cartograph.cards.drift import DriftReport, DriftView, check_drift, check_server_drift
 from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
@@ -42,7 +42,7 @@ from cartograph.errors import (
     UsageLogError,
 )
 from cartograph.gateway.arguments import SchemaValidator, compile_validator, validate_arguments
-from cartograph.gateway.audit import AuditLog, Redactor
+from cartograph.gateway.audit import AuditSink, Redactor
 from cartograph.gateway.gateway import Gateway
 from cartograph.gateway.pool import Opener, Upstream, default_opener, partition_key
 from cartograph.index.embedders.base import Embedder
@@ -53,11 +53,13 @@ from cartograph.index.serving import (
     warm_up,
 )
 from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
+from cartograph.server import metrics
 from cartograph.server.catalog_status import CatalogFacts, catalog_status
 from cartograph.server.drift_tracker import DriftTracker
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import CatalogContent
 from cartograph.server.serving_index import ServingIndex, ToolKey
+from cartograph.storage import open_audit, open_usage_store
 from cartograph.suggest import did_you_mean
 from cartograph.upstream.content import ContentListing
 
@@ -107,7 +109,8 @@ class CatalogRuntime:
         self.embedder = embedder
         self.cache = cache
         self.redactor = Redactor.from_config(config)
-        self.audit = AuditLog(config.gateway.audit_log, redactor=self.redactor)
+        self.audit: AuditSink = open_audit(config, self.redactor)
+        metrics.track(self)
         self.tracker = DriftTracker(lambda: self.cards, self._on_drift_change)
         """Every listed tool's standing against its card, shared by discover, call and status."""
         self.index = ServingIndex(name)
@@ -318,7 +321,7 @@ class CatalogRuntime:
 
         try:
             learning = await anyio.to_thread.run_sync(
-                open_learning, self.config, self.name, self.embedder
+                open_learning, self.config, self.name, self.embedder, open_usage_store
             )
             if learning is not None:
                 await learning.sync(self.cards)
@@ -328,6 +331,7 @@ class CatalogRuntime:
         self.learning = learning
 
     async def aclose(self) -> None:
+        metrics.untrack(self)
         if self._maintenance is not None and not self._maintenance.done():
             self._maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -336,7 +340,11 @@ class CatalogRuntime:
         try:
             await self.gateway.aclose()
         finally:
-            self.audit.close()
+            if self.audit.blocking:  # a database sink drains its spool on close
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self.audit.close)
+            else:
+                self.audit.close()
             if self.learning is not None:
                 # Closing checkpoints the WAL: file I/O, so off the event loop, and
                 # shielded so a cancelled shutdown still closes the log.
@@ -365,6 +373,34 @@ class CatalogRuntime:
         """
         if self.index.current is not None:
             self.index.schedule(self.rebuild_index)
+
+    async def reload_cards(self) -> dict[str, Any]:
+        """Verify the state directory's card set again and serve it; in-flight calls go on.
+
+        The new set is loaded and verified in a worker thread (against the trust
+        set as it is on disk now), then swapped in at once: every live listing is
+        re-compared with the new cards, the index is rebuilt from them, and the
+        calls already running finish against the cards they started with. When
+        nothing verifies, the old set stays and the error is raised.
+        """
+        cards, errors = await anyio.to_thread.run_sync(load_cards, self.config)
+        cards = cards.subset(self.servers)
+        if not cards:
+            raise CartographError(
+                f"catalog {self.name}: no card of its servers verified; kept the old set "
+                "(run `cartograph cards verify`)",
+                code="no_verified_cards",
+            )
+        self.cards = cards
+        self.card_errors = {k: v for k, v in errors.items() if k in self.servers}
+        self._validators.clear()
+        for server, live in list(self.live.items()):
+            self.drift_view.update_server(
+                server, check_server_drift(cards, server, list(live.tools))
+            )
+        self.index.excluded = None  # the cards changed: rebuild even if the same tools are out
+        await self.rebuild_index()
+        return {"cards": len(cards), "refused": dict(sorted(self.card_errors.items()))}
 
     def excluded(self) -> frozenset[ToolKey]:
         """Carded tools that must not be discoverable: drifted, missing, or denied by policy."""

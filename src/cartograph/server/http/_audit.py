@@ -20,7 +20,7 @@ from typing import Final
 from starlette.types import Message, Scope, Send
 
 from cartograph import error_codes as codes
-from cartograph.gateway.audit import AuditLog, AuditRecord, utc_now
+from cartograph.gateway.audit import AuditRecord, AuditSink, utc_now
 
 MAX_AUDIT_PATH: Final = 256
 """Characters of the request path kept in a record; a longer path is cut, never dropped."""
@@ -40,7 +40,7 @@ SDK_REFUSALS: Final[Mapping[int, str]] = {
 class HttpAudit:
     """Writes one :class:`AuditRecord` per HTTP-level refusal."""
 
-    log: AuditLog
+    log: AuditSink
 
     def refused(
         self,

@@ -38,7 +38,8 @@ from cartograph import error_codes as codes
 
 logger = logging.getLogger(__name__)
 
-SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+"""SIGHUP is not among them: ``serve --http`` reloads the card set on it (``serve.py``)."""
 FLUSH_TIMEOUT: Final = 2.0
 """After the gateways ended the remaining calls: time for their error results to go out."""
 CLOSE_TIMEOUT: Final = 1  # seconds; uvicorn takes an int
@@ -118,7 +119,7 @@ class Server(uvicorn.Server):
 async def shut_down_on_signal(
     server: uvicorn.Server, drain: Drain, end_calls: Sequence[EndCalls], grace: float
 ) -> None:
-    """Wait for SIGTERM/SIGINT/SIGHUP, then run the shutdown sequence (module docstring).
+    """Wait for SIGTERM/SIGINT, then run the shutdown sequence (module docstring).
 
     Signals can only be received on the main thread; elsewhere (an embedding
     application, tests serving from a thread) this does nothing and the caller

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -44,8 +44,13 @@ from cartograph.config.model import (
     DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
     DEFAULT_SESSION_IDLE_TIMEOUT,
 )
-from cartograph.errors import AuthenticationError, ConfigError, SessionLimitError
-from cartograph.gateway.audit import AuditLog
+from cartograph.errors import (
+    AuthenticationError,
+    CartographError,
+    ConfigError,
+    SessionLimitError,
+)
+from cartograph.gateway.audit import AuditLog, AuditSink
 from cartograph.server.auth import Principal, TokenAuthority
 from cartograph.server.handlers import ToolSurface
 from cartograph.server.http._audit import HttpAudit
@@ -60,6 +65,11 @@ from cartograph.server.routed import RoutedHandlers
 MCP_PATH: Final = "/mcp"
 ROUTED_PATH: Final = f"{MCP_PATH}/{ROUTED_NAME}"
 HEALTH_PATH: Final = "/health"
+METRICS_PATH: Final = "/metrics"
+RELOAD_PATH: Final = "/admin/reload"
+
+Reload = Callable[[], Awaitable[dict[str, Any]]]
+"""Re-verifies and serves the card set of every catalog; returns what each now serves."""
 CATALOG_QUERY: Final = "catalog"
 # JSON-RPC "invalid request", the code the SDK itself uses for HTTP-level refusals.
 _INVALID_REQUEST: Final = -32600
@@ -366,13 +376,72 @@ def _health_endpoint(mounts: _Mounts, authority: TokenAuthority) -> Any:
     return health
 
 
+def _metrics_endpoint(mounts: _Mounts, authority: TokenAuthority, audit: HttpAudit) -> Any:
+    """``/metrics``: public like ``/health`` on an unauthenticated (loopback-only) server;
+    with tokens, 401 without a valid one, and only the catalogs that token reaches."""
+    from cartograph.server import metrics
+
+    async def scrape(request: Request) -> Response:
+        catalogs: tuple[str, ...] | None = None
+        if authority.enabled:
+            try:
+                principal = authority.authenticate(request.headers.get("authorization"))
+            except AuthenticationError as exc:
+                audit.refused(request.scope, 401, exc.code)
+                return _Refusal(401, exc.code, exc.message).response()
+            catalogs = principal.reachable(mounts.per_catalog)
+        # On the event loop: the gauges read live runtime state the loop mutates.
+        body = metrics.exposition(catalogs)
+        return Response(body, media_type=metrics.CONTENT_TYPE)
+
+    return scrape
+
+
+def _reload_endpoint(
+    reload: Reload, authority: TokenAuthority, admins: frozenset[str], audit: HttpAudit
+) -> Any:
+    """``POST /admin/reload``: an ``admin = true`` token re-verifies and swaps the card set.
+
+    Requests in flight are not touched: each finishes against the cards it
+    started with (``CatalogRuntime.reload_cards``). SIGHUP does the same.
+    """
+
+    async def reload_cards(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            principal = authority.authenticate(request.headers.get("authorization"))
+            if principal.name not in admins:
+                raise _Refusal(
+                    403,
+                    "admin_required",
+                    f"principal {principal.name!r} may not reload; set admin = true on its "
+                    "[[http.tokens]] entry",
+                )
+        except AuthenticationError as exc:
+            refusal = _Refusal(401, exc.code, exc.message)
+            audit.refused(request.scope, 401, exc.code, started=started)
+            return refusal.response()
+        except _Refusal as refusal:
+            audit.refused(request.scope, refusal.status, refusal.code, started=started)
+            return refusal.response()
+        try:
+            done = await reload()
+        except CartographError as exc:
+            return JSONResponse({"status": "kept", "error": exc.to_dict()}, status_code=409)
+        return JSONResponse({"status": "reloaded", "catalogs": done})
+
+    return reload_cards
+
+
 def build_http_app(
     catalogs: Sequence[CatalogMount],
     *,
     authority: TokenAuthority,
     routed: RoutedHandlers | None = None,
     settings: HttpSettings | None = None,
-    audit: AuditLog | None = None,
+    audit: AuditSink | None = None,
+    reload: Reload | None = None,
+    admins: frozenset[str] = frozenset(),
 ) -> Starlette:
     """The whole HTTP surface; ``routed`` given means routing is on (``/mcp/routed``).
 
@@ -399,6 +468,17 @@ def build_http_app(
     )
     routes = [
         Route(HEALTH_PATH, _health_endpoint(mounts, authority), methods=["GET"]),
+        Route(METRICS_PATH, _metrics_endpoint(mounts, authority, refusals), methods=["GET"]),
+    ]
+    if reload is not None and authority.enabled and admins:
+        routes.append(
+            Route(
+                RELOAD_PATH,
+                _reload_endpoint(reload, authority, admins, refusals),
+                methods=["POST"],
+            )
+        )
+    routes += [
         Route(MCP_PATH, endpoint),
         Route(MCP_PATH + "/{name}", endpoint),
     ]

@@ -8,7 +8,10 @@ every catalog/mount-mode combination D187 forbids (``resolve_catalogs``).
 from __future__ import annotations
 
 import contextlib
+import logging
+import signal
 import socket
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,8 +29,8 @@ from cartograph.config.catalogs import (
     resolve_mount_mode,
 )
 from cartograph.config.model import Config
-from cartograph.errors import ConfigError
-from cartograph.gateway.audit import AuditLog, Redactor
+from cartograph.errors import CartographError, ConfigError
+from cartograph.gateway.audit import AuditSink, Redactor
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.handlers import ToolSurface
 from cartograph.server.http._audit import HttpAudit
@@ -39,8 +42,11 @@ from cartograph.server.http._drain import (
     shut_down_on_signal,
 )
 from cartograph.server.http._guards import WILDCARD_BINDS, is_loopback
-from cartograph.server.http.app import CatalogMount, HttpSettings, build_http_app
+from cartograph.server.http.app import CatalogMount, HttpSettings, Reload, build_http_app
 from cartograph.server.routed import RoutedHandlers
+from cartograph.storage import open_audit
+
+logger = logging.getLogger(__name__)
 
 
 def check_bind(
@@ -161,8 +167,10 @@ class ServedApp:
     catalogs: tuple[ResolvedCatalog, ...]
     mounts: tuple[CatalogMount, ...]
     routed_targets: Mapping[str, ToolSurface]
-    audit: AuditLog | None = None
+    audit: AuditSink | None = None
     """Where refusals made before any catalog's handlers (HTTP layer, routed mount) go."""
+    reload: Reload | None = None
+    """Re-verifies and serves every catalog's card set (SIGHUP, ``POST /admin/reload``)."""
 
 
 @contextlib.asynccontextmanager
@@ -188,11 +196,12 @@ async def http_app(
         allowed_hosts=config.http.allowed_hosts,
     )
     routed = mode == "routed"
-    audit = AuditLog(config.gateway.audit_log, redactor=Redactor.from_config(config))
+    audit = await anyio.to_thread.run_sync(open_audit, config, Redactor.from_config(config))
     try:
         async with surfaces(
             config, catalogs, authority, routed, unsafe_throwaway_key=unsafe_throwaway_key
         ) as (mounts, targets):
+            reload = card_reloader([m.surface for m in mounts] + list(targets.values()))
             app = build_http_app(
                 mounts,
                 authority=authority,
@@ -201,10 +210,13 @@ async def http_app(
                 else None,
                 settings=settings_for(config, bind),
                 audit=audit,
+                reload=reload,
+                admins=frozenset(t.principal for t in config.http.tokens if t.admin),
             )
-            yield ServedApp(app, mode, catalogs, tuple(mounts), targets, audit)
+            yield ServedApp(app, mode, catalogs, tuple(mounts), targets, audit, reload)
     finally:
-        audit.close()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(audit.close)
 
 
 async def run_http(
@@ -236,6 +248,8 @@ async def run_http(
             name, bound_port = sock.getsockname()[:2]
             on_ready(f"http://{_url_host(name)}:{bound_port}")
         async with anyio.create_task_group() as group:
+            if served.reload is not None:
+                group.start_soon(reload_on_signal, served.reload)
             group.start_soon(
                 shut_down_on_signal,
                 server,
@@ -245,6 +259,34 @@ async def run_http(
             )
             await server.serve(sockets=[sock])
             group.cancel_scope.cancel()
+
+
+def card_reloader(surfaces: Sequence[ToolSurface]) -> Reload:
+    """Reload the cards of every runtime behind ``surfaces`` (routed twins share one), in turn."""
+    runtimes: dict[int, Any] = {}
+    for surface in surfaces:
+        runtime = getattr(surface, "runtime", None)
+        if runtime is not None and hasattr(runtime, "reload_cards"):
+            runtimes.setdefault(id(runtime), runtime)
+
+    async def reload() -> dict[str, Any]:
+        return {runtime.name: await runtime.reload_cards() for runtime in runtimes.values()}
+
+    return reload
+
+
+async def reload_on_signal(reload: Reload) -> None:
+    """SIGHUP: reload the card set (no request is dropped); a failure keeps the old set."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            try:
+                done = await reload()
+            except CartographError as exc:
+                logger.error("SIGHUP: card reload failed, old set kept: %s (%s)", exc, exc.code)
+            else:
+                logger.warning("SIGHUP: card set reloaded: %s", done)
 
 
 def _refusal_audit(served: ServedApp) -> Callable[[Scope], None] | None:
