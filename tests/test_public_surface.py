@@ -48,6 +48,7 @@ EXPORTS: dict[str, list[str]] = {
     ],
     "cartograph.rift": ["RiftSettings", "RiftTool", "analyse", "run_rift", "tools_from_cards"],
     "cartograph.server": ["CatalogRuntime", "build_proxy_server"],
+    "cartograph.storage": ["open_audit", "open_usage_store", "uses_database"],
     "cartograph.stubs": [
         "DEFAULT_PACKAGE",
         "Skipped",

@@ -27,6 +27,7 @@ from cartograph.config.model import (
     ServerConfig,
     TokenConfig,
 )
+from cartograph.gateway.audit import kept_records
 from cartograph.server.http import ServedApp, http_app
 from tests.http.support import (
     error_code,
@@ -205,7 +206,7 @@ async def test_a_principal_scoped_to_alpha_cannot_reach_beta_through_either_moun
     assert not status_a.is_error
     assert not [r for r in _audits(app) if r.catalog != "alpha" and r.outcome == "ok"]
     assert app.audit is not None
-    refused = [(r.catalog, r.principal, r.outcome) for r in app.audit.records]
+    refused = [(r.catalog, r.principal, r.outcome) for r in kept_records(app.audit)]
     assert refused == [("beta", "alice", "catalog_forbidden")] * 4 + [
         ("beta", "alice", "catalog_forbidden")
     ] * 3 + [("gamma", "alice", "catalog_forbidden")]

@@ -45,7 +45,7 @@ def catalogs_in(samples: Samples) -> set[str]:
 @pytest.fixture
 async def served(tmp_path: Path, upstream: tuple[str, object]) -> AsyncIterator[str]:  # noqa: F811
     config = three_catalogs(tmp_path / "state", upstream[0])
-    async with http_app(config, attest_in_memory=True, environ=ENV) as app:
+    async with http_app(config, unsafe_throwaway_key=True, environ=ENV) as app:
         assert isinstance(app, ServedApp)
         with serving(app.app) as base:
             yield base
@@ -102,7 +102,7 @@ async def test_metrics_are_public_on_a_loopback_server_without_tokens(
     upstream: tuple[str, object],  # noqa: F811
 ) -> None:
     config = three_catalogs(tmp_path / "state", upstream[0], tokens=False)
-    async with http_app(config, attest_in_memory=True) as app:
+    async with http_app(config, unsafe_throwaway_key=True) as app:
         with serving(app.app) as base:
             status, samples = scrape(base, None)
     assert status == 200

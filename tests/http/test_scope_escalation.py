@@ -25,6 +25,7 @@ from cartograph.config.model import (
     TokenConfig,
 )
 from cartograph.errors import ConfigError
+from cartograph.gateway.audit import kept_records
 from cartograph.server.auth import Principal, TokenAuthority
 from cartograph.server.http import http_app
 from tests.http.support import error_code, http_client, mcp_client, serving, tool_text
@@ -187,7 +188,7 @@ async def test_scope_escalation_via_a_duplicate_principal_is_refused_and_scope_h
     assert not own.is_error and "x" in tool_text(own)
     assert direct == [404, 404]
     assert app.audit is not None
-    refused = [(r.catalog, r.principal, r.outcome) for r in app.audit.records]
+    refused = [(r.catalog, r.principal, r.outcome) for r in kept_records(app.audit)]
     assert refused == [(c, "mallory", "catalog_forbidden") for c, _ in attempts] + [
         ("ops", "mallory", "catalog_forbidden"),
         ("dev", "mallory", "catalog_forbidden"),

@@ -27,6 +27,7 @@ from mcp.types import Resource, ResourceListChangedNotification
 from cartograph.config.model import CatalogPolicy, ServerConfig
 from cartograph.demo.loopback import EVERYTHING_SCRIPT
 from cartograph.errors import PolicyError, ResultTooLarge
+from cartograph.gateway.audit import kept_records
 from cartograph.server.http import http_app
 from cartograph.server.passthrough import (
     prompt_name,
@@ -229,7 +230,7 @@ async def test_a_catalog_with_prompts_off_refuses_prompts_get(tmp_path: Path) ->
             await handlers.get_prompt("calc/anything", None, principal=None)
         assert off.value.code == "prompts_off"
         assert handlers.list_prompts() == []
-        record = handlers.audit.records[-1]
+        record = kept_records(handlers.audit)[-1]
         assert (record.proxy_tool, record.outcome) == ("prompts/get", "prompts_off")
 
 

@@ -43,7 +43,7 @@ def record(n: int = 0, outcome: str = "ok", **extra: Any) -> AuditRecord:
 
 def rows(database: Database, *columns: str) -> list[tuple[Any, ...]]:
     with database.connection() as conn:
-        return conn.execute(  # type: ignore[no-any-return]
+        return conn.execute(
             f"SELECT {', '.join(columns)} FROM audit_records ORDER BY trace"
         ).fetchall()
 
@@ -135,7 +135,6 @@ def test_an_audit_record_is_committed_when_write_returns_with_secrets_redacted(
     sink.close()
 
 
-@pytest.mark.promise("P-AUDIT-1")
 def test_an_outage_spools_records_durably_and_a_restart_drains_each_exactly_once(
     postgres: Postgres, database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

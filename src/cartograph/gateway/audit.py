@@ -218,3 +218,8 @@ class AuditLog:
 
 _FIELDS: Final = tuple(f.name for f in fields(AuditRecord))
 _OPTIONAL: Final = ("http_status", "path", "trace")
+
+
+def kept_records(sink: AuditSink | None) -> list[AuditRecord]:
+    """What an in-memory :class:`AuditLog` holds, oldest first (nothing for any other sink)."""
+    return list(sink.records) if isinstance(sink, AuditLog) else []

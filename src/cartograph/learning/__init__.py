@@ -10,15 +10,28 @@ after the zero-shot ranker (:mod:`.learner`, glued per catalog by
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from cartograph.config.model import Config
 from cartograph.index.embedders.base import Embedder
 from cartograph.learning.catalog import CatalogLearning
 from cartograph.learning.sqlite import SqliteUsageStore, usage_log_path
+from cartograph.learning.store import UsageStore
 
 __all__ = ["CatalogLearning", "SqliteUsageStore", "open_learning", "usage_log_path"]
 
 
-def open_learning(config: Config, catalog: str, embedder: Embedder) -> CatalogLearning | None:
+def default_store(config: Config) -> UsageStore:
+    """The embedded usage log: SQLite in the state directory."""
+    return SqliteUsageStore(usage_log_path(config.state_dir))
+
+
+def open_learning(
+    config: Config,
+    catalog: str,
+    embedder: Embedder,
+    open_store: Callable[[Config], UsageStore] | None = None,
+) -> CatalogLearning | None:
     """The catalog's learning, or None when ``[learning] enabled = false``.
 
     Raises :class:`~cartograph.errors.UsageLogError` when the log cannot be
@@ -26,7 +39,5 @@ def open_learning(config: Config, catalog: str, embedder: Embedder) -> CatalogLe
     """
     if not config.learning.enabled:
         return None
-    from cartograph.storage import open_usage_store
-
-    store = open_usage_store(config)
+    store = open_store(config) if open_store is not None else default_store(config)
     return CatalogLearning(store, catalog=catalog, embedder=embedder, config=config.learning)

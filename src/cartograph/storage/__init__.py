@@ -47,9 +47,9 @@ def open_audit(config: Config, redactor: Redactor | None = None) -> AuditSink:
 def open_usage_store(config: Config) -> UsageStore:
     """The usage log ``config`` asks for (UsageLogError when it cannot be opened)."""
     if not uses_database(config):
-        from cartograph.learning.sqlite import SqliteUsageStore, usage_log_path
+        from cartograph.learning import default_store
 
-        return SqliteUsageStore(usage_log_path(config.state_dir))
+        return default_store(config)
     from cartograph.errors import StorageError, UsageLogError
     from cartograph.storage.postgres import release_database, shared_database
     from cartograph.storage.usage import PostgresUsageStore

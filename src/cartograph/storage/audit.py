@@ -130,7 +130,7 @@ class PostgresAudit:
         with self._lock:
             if not self.spool.full:
                 return
-            if self._due() and self._flush():
+            if self._due() and (self._flush() if self.spool.count else self._insert([])):
                 return
         raise AuditUnavailable(
             f"the audit database {self.location} is unreachable and this replica's spool is "
@@ -177,7 +177,11 @@ class PostgresAudit:
         connect = self.database.direct if self.degraded else self.database.connection
         try:
             with connect(wait) as conn, conn.cursor() as cursor:
-                cursor.executemany(_INSERT, [_values(row) for row in rows])
+                values = [_values(row) for row in rows]
+                if values:
+                    cursor.executemany(_INSERT, values)
+                else:  # a probe: is the database back?
+                    cursor.execute("SELECT 1")
         except Exception as exc:  # any driver or pool failure: spool, and say so
             self._next_try = time.monotonic() + RETRY_INTERVAL
             logger.warning("audit: database %s unavailable (%s); spooling", self.location, exc)

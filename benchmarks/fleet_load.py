@@ -1,0 +1,155 @@
+"""The fleet under load: throughput of 1 vs N replicas, then a replica kill and a database restart.
+
+Everything on 127.0.0.1 and real (``tests/servers/fleet.py``): Debian's
+PostgreSQL (a throwaway cluster) holding the audit trail and the usage log,
+``cartograph serve --http`` replicas with operator-signed cards, Debian's
+HAProxy in front, the SDK's streamable-HTTP clients, each call a ``call`` of
+the scriptable upstream's ``echo`` tagged with its own ``traceparent``.
+
+1. **Throughput**: the same load against 1 and against N replicas
+   (stateless mode), calls answered per second, latency percentiles.
+2. **Faults**: N replicas under the same load; one replica is SIGKILLed a
+   third of the way in, PostgreSQL is stopped and restarted two thirds in.
+   Reported: errors the clients saw (each retried), and the audit check —
+   every answered call has exactly one record in PostgreSQL.
+
+    .venv/bin/python benchmarks/fleet_load.py                # 50 clients x 100 calls
+    .venv/bin/python benchmarks/fleet_load.py --clients 10 --calls 20 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.servers.fleet import Fleet, Load, Mode, drive, prepare, running  # noqa: E402
+from tests.servers.postgres import Postgres, postgres_server  # noqa: E402
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def summary(load: Load) -> dict[str, Any]:
+    seconds = [a.seconds for a in load.answered]
+    return {
+        "answered": len(load.answered),
+        "failed_attempts": len(load.failed),
+        "wall_s": round(load.ended - load.started, 2),
+        "calls_per_s": round(load.rate, 1),
+        "p50_ms": round(_pct(seconds, 0.50) * 1000, 1),
+        "p99_ms": round(_pct(seconds, 0.99) * 1000, 1),
+        "errors": dict(Counter(a.error.split(":")[0] for a in load.failed)),
+    }
+
+
+def audit_check(fleet: Fleet, load: Load) -> dict[str, int]:
+    per_trace = Counter(trace for trace, _, _ in fleet.audit_rows())
+    answered = [a.trace for a in load.answered]
+    failed = [a.trace for a in load.failed if a.trace]
+    return {
+        "answered_calls": len(answered),
+        "records": sum(per_trace.values()),
+        "answered_without_record": sum(1 for t in answered if per_trace[t] == 0),
+        "traces_with_2+_records": sum(1 for n in per_trace.values() if n > 1),
+        "failed_attempts_with_record": sum(1 for t in failed if per_trace[t] == 1),
+    }
+
+
+def throughput(
+    folder: Path, postgres: Postgres, replicas: int, clients: int, calls: int, mode: Mode
+) -> dict[str, Any]:
+    fleet = prepare(folder / f"r{replicas}", postgres, mode, f"bench_{mode}_{replicas}")
+    with running(fleet, replicas):
+        load = anyio.run(lambda: drive(fleet.url, clients, calls, mode=mode))
+    return {"replicas": replicas, **summary(load), "audit": audit_check(fleet, load)}
+
+
+def faults(folder: Path, postgres: Postgres, replicas: int, clients: int, calls: int) -> dict:
+    fleet = prepare(folder / "faults", postgres, "stateless", "bench_faults")
+    total = clients * calls
+    events: list[tuple[str, int, float]] = []
+    with running(fleet, replicas):
+        started = time.monotonic()
+
+        async def inject(answered: int) -> None:
+            if answered >= total // 3 and not events:
+                events.append(("replica SIGKILL", answered, time.monotonic() - started))
+                fleet.kill(1)
+            elif answered >= 2 * total // 3 and len(events) == 1:
+                events.append(("postgres stop", answered, time.monotonic() - started))
+                await anyio.to_thread.run_sync(postgres.stop)
+                await anyio.to_thread.run_sync(postgres.start)
+                events.append(("postgres started", answered, time.monotonic() - started))
+
+        load = anyio.run(
+            lambda: drive(fleet.url, clients, calls, mode="stateless", on_progress=inject)
+        )
+    return {
+        "replicas": replicas,
+        "events": events,
+        **summary(load),
+        "audit": audit_check(fleet, load),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--mode", choices=("stateless", "sticky"), default="stateless")
+    parser.add_argument("--skip-faults", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report: dict[str, Any] = {
+        "clients": args.clients,
+        "calls": args.calls,
+        "cores": os.cpu_count(),
+        "load_average_before": os.getloadavg(),
+    }
+    with tempfile.TemporaryDirectory(prefix="cartograph-fleet-bench-") as name:
+        folder = Path(name)
+        with postgres_server() as postgres:
+            runs = [
+                throughput(folder, postgres, n, args.clients, args.calls, args.mode)
+                for n in (1, args.replicas)
+            ]
+            report["throughput"] = runs
+            report["ratio"] = round(runs[1]["calls_per_s"] / runs[0]["calls_per_s"], 2)
+            if not args.skip_faults:
+                report["faults"] = faults(folder, postgres, args.replicas, args.clients, args.calls)
+    report["load_average_after"] = os.getloadavg()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    for run in report["throughput"]:
+        print(
+            f"{run['replicas']} replica(s): {run['calls_per_s']} calls/s, p50 {run['p50_ms']} ms, "
+            f"p99 {run['p99_ms']} ms, {run['answered']} answered, {run['failed_attempts']} failed"
+        )
+    print(f"ratio {args.replicas}:1 = {report['ratio']} on {report['cores']} cores")
+    if "faults" in report:
+        f = report["faults"]
+        print(f"faults: {f['events']}")
+        print(f"  client errors {f['failed_attempts']} {f['errors']}; audit {f['audit']}")
+    print(f"load average {report['load_average_before']} -> {report['load_average_after']}")
+
+
+if __name__ == "__main__":
+    main()

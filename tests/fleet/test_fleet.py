@@ -1,0 +1,111 @@
+"""Three replicas behind HAProxy, one PostgreSQL: a replica killed, the database restarted.
+
+Everything is real and on 127.0.0.1: Debian's PostgreSQL and HAProxy (installed
+by ``scripts/setup.d/60-fleet.sh``, started here), ``cartograph serve --http``
+replicas as subprocesses with operator-signed cards, SDK streamable-HTTP
+clients. The CI form is small (10 clients x 20 calls); the full 50 x 100 load
+and the throughput figures are ``benchmarks/fleet_load.py``.
+
+What must hold: only requests in flight on the killed replica fail, and a
+retry of each succeeds; every call that returned a result has exactly one
+audit record in PostgreSQL (matched by the call's own ``traceparent``), across
+the kill and across a database restart.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.servers.fleet import Fleet, Load, drive, prepare, running
+from tests.servers.postgres import Postgres, pg_bin, postgres_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+CLIENTS, CALLS = 10, 20
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Postgres]:
+    if pg_bin() is None and os.environ.get("CI") != "true":
+        pytest.skip("PostgreSQL is not installed here (scripts/setup.d/60-fleet.sh installs it)")
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture
+def folder() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="cartograph-fleet-") as name:
+        yield Path(name)
+
+
+def check_audit(fleet: Fleet, load: Load) -> dict[str, int]:
+    """Every answered call: exactly one record; a failed attempt: at most one."""
+    per_trace = Counter(trace for trace, _, _ in fleet.audit_rows())
+    answered = [a.trace for a in load.answered]
+    assert len(set(answered)) == len(answered) == CLIENTS * CALLS
+    missing = [t for t in answered if per_trace[t] == 0]
+    doubled = [t for t, n in per_trace.items() if n > 1]
+    assert (missing, doubled) == ([], [])
+    return {"answered": len(answered), "records": sum(per_trace.values())}
+
+
+async def test_killing_a_stateless_replica_fails_only_its_in_flight_calls_and_loses_no_audit(
+    postgres: Postgres, folder: Path
+) -> None:
+    fleet = prepare(folder, postgres, "stateless", "fleet_stateless")
+    total = CLIENTS * CALLS
+    with running(fleet, 3):
+        events: list[str] = []
+
+        async def faults(answered: int) -> None:
+            if answered >= total // 3 and "kill" not in events:
+                events.append("kill")
+                fleet.kill(1)
+            elif answered >= 2 * total // 3 and "restart" not in events:
+                events.append("restart")  # the database goes away and comes back under load
+                await anyio.to_thread.run_sync(postgres.stop)
+                await anyio.to_thread.run_sync(postgres.start)
+
+        load = await drive(fleet.url, CLIENTS, CALLS, mode="stateless", on_progress=faults)
+    assert all(r.process.poll() is not None for r in fleet.replicas)  # none left running
+    assert events == ["kill", "restart"]
+    # Only the killed replica's in-flight calls may fail: at most one per client, each retried.
+    failed = load.failed
+    assert len(failed) <= CLIENTS, [a.error for a in failed]
+    assert all(a.trace for a in failed), [a.error for a in failed]  # calls, not clients
+    assert len(load.answered) == total
+    check_audit(fleet, load)
+
+
+async def test_killing_a_sticky_replica_ends_only_its_own_sessions(
+    postgres: Postgres, folder: Path
+) -> None:
+    fleet = prepare(folder, postgres, "sticky", "fleet_sticky")
+    total = CLIENTS * CALLS
+    with running(fleet, 3):
+        killed = fleet.pids()[1]
+        done: list[int] = []
+
+        async def kill(answered: int) -> None:
+            if answered >= total // 3 and not done:
+                done.append(answered)
+                fleet.kill(1)
+
+        load = await drive(fleet.url, CLIENTS, CALLS, mode="sticky", on_progress=kill)
+    assert len(load.answered) == total
+    check_audit(fleet, load)
+    replica_of = {trace: replica for trace, replica, _ in fleet.audit_rows()}
+    first_replica: dict[int, str] = {}
+    for attempt in load.answered:
+        first_replica.setdefault(attempt.client, replica_of[attempt.trace])
+    on_killed = {c for c, r in first_replica.items() if r.endswith(f":{killed}")}
+    failing = {a.client for a in load.failed}
+    assert failing <= on_killed, (failing, on_killed)  # no other client saw an error
+    assert on_killed  # round robin placed some sessions there
