@@ -126,10 +126,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cartograph-fleet-bench-") as name:
         folder = Path(name)
         with postgres_server() as postgres:
-            runs = [
-                throughput(folder, postgres, n, args.clients, args.calls, args.mode)
-                for n in (1, args.replicas)
-            ]
+            runs = []
+            for n in (1, args.replicas):
+                runs.append(throughput(folder, postgres, n, args.clients, args.calls, args.mode))
+                print(json.dumps(runs[-1]), file=sys.stderr, flush=True)  # progress
             report["throughput"] = runs
             report["ratio"] = round(runs[1]["calls_per_s"] / runs[0]["calls_per_s"], 2)
             if not args.skip_faults:
