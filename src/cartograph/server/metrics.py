@@ -18,14 +18,23 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Collection, Iterable, Iterator
-from typing import TYPE_CHECKING, Final
+from typing import Any, Final, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-if TYPE_CHECKING:
-    from cartograph.server.runtime import CatalogRuntime
+
+class CatalogRuntime(Protocol):
+    """What the gauges read from a runtime (``cartograph.server.runtime.CatalogRuntime``)."""
+
+    name: str
+    cards: Any
+    card_errors: dict[str, str]
+    audit: Any
+
+    def status(self) -> dict[str, Any]: ...
+
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS: Final = (

@@ -172,9 +172,12 @@ class PostgresAudit:
         return True
 
     def _insert(self, rows: Iterable[dict[str, Any]]) -> bool:
-        wait = min(MAX_WAIT, self.database.config.timeout)
-        # While degraded, probe with a fresh connection: the pool's reconnect backs off.
-        connect = self.database.direct if self.degraded else self.database.connection
+        # While degraded, probe with a fresh connection (the pool's reconnect backs off),
+        # allowed the full connect timeout: a refused connection fails at once anyway.
+        if self.degraded:
+            connect, wait = self.database.direct, self.database.config.timeout
+        else:
+            connect, wait = self.database.connection, min(MAX_WAIT, self.database.config.timeout)
         try:
             with connect(wait) as conn, conn.cursor() as cursor:
                 values = [_values(row) for row in rows]
