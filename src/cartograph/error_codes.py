@@ -457,5 +457,27 @@ USAGE_LOG_CORRUPT: Final = _code("usage_log_corrupt", "the usage log is not a so
 USAGE_LOG_NEWER: Final = _code("usage_log_newer", "the usage log's schema is newer than this build")
 USAGE_LOG_IO: Final = _code("usage_log_io", "reading or writing the usage log failed")
 
+# --- shared storage ([storage] url) and the fleet's admin surface ---------------------------
+STORAGE: Final = _code("storage", "the shared database cannot be used")
+AUDIT_UNAVAILABLE: Final = _code(
+    "audit_unavailable", "an audit record can be neither stored nor spooled: calls fail closed"
+)
+STORAGE_URL: Final = _code("storage_url", "[storage] url does not name PostgreSQL")
+STORAGE_PASSWORD_IN_URL: Final = _code(
+    "storage_password_in_url", "[storage] url holds a password; use the password variable"
+)
+STORAGE_UNREACHABLE: Final = _code(
+    "storage_unreachable", "the database could not be reached (or refused the login) at start"
+)
+STORAGE_DRIVER_MISSING: Final = _code(
+    "storage_driver_missing", "the PostgreSQL driver is not installed: cartograph[postgres]"
+)
+STORAGE_SCHEMA_NEWER: Final = _code(
+    "storage_schema_newer", "the database was migrated by a newer Cartograph"
+)
+ADMIN_REQUIRED: Final = _code(
+    "admin_required", "POST /admin/reload needs a token whose entry has admin = true"
+)
+
 REGISTRY: Final[Mapping[str, str]] = MappingProxyType(_MEANINGS)
 """Every code, mapped to its one-line meaning."""

@@ -453,11 +453,24 @@ class UsageLogError(CartographError):
 
 
 class StorageError(CartographError):
-    code = "storage"
+    """The shared database of ``[storage] url`` cannot be used.
+
+    Raised at start when the URL is wrong, the driver is missing, the database is
+    unreachable or its schema is newer; the user fixes the URL, the server or
+    ``$CARTOGRAPH_DB_PASSWORD`` (``docs/fleet.md``).
+    """
+
+    code = codes.STORAGE
 
 
 class AuditUnavailable(StorageError):
-    code = "audit_unavailable"
+    """An audit record can be neither committed to the database nor spooled locally.
+
+    Raised while the database is down and the replica's spool is full: calls are
+    refused before any upstream I/O (fail closed) until the database is back.
+    """
+
+    code = codes.AUDIT_UNAVAILABLE
 
 
 __all__ = [

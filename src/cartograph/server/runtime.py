@@ -389,7 +389,7 @@ class CatalogRuntime:
             raise CartographError(
                 f"catalog {self.name}: no card of its servers verified; kept the old set "
                 "(run `cartograph cards verify`)",
-                code="no_verified_cards",
+                code=codes.NO_VERIFIED_CARDS,
             )
         self.cards = cards
         self.card_errors = {k: v for k, v in errors.items() if k in self.servers}

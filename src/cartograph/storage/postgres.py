@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+from cartograph import error_codes as codes
 from cartograph.config.model import StorageConfig
 from cartograph.errors import StorageError
 
@@ -59,13 +60,13 @@ def check_url(config: StorageConfig) -> str:
         raise StorageError(
             f"[storage] url must start with postgresql://, not {parts.scheme or url!r}; "
             "remove it to keep the embedded SQLite default",
-            code="storage_url",
+            code=codes.STORAGE_URL,
         )
     if parts.password:
         raise StorageError(
             "[storage] url holds a password; remove it from the file and put it in the "
             f"environment variable ${config.password_env}",
-            code="storage_password_in_url",
+            code=codes.STORAGE_PASSWORD_IN_URL,
         )
     return url
 
@@ -123,7 +124,7 @@ class Database:
                     raise StorageError(
                         f"the database {self.location} has {component} schema version {version}, "
                         f"newer than this Cartograph's {len(migrations)}; upgrade Cartograph",
-                        code="storage_schema_newer",
+                        code=codes.STORAGE_SCHEMA_NEWER,
                     )
                 for statement in (s for step in migrations[version:] for s in step):
                     conn.execute(statement)
@@ -153,7 +154,7 @@ def _open_pool(config: StorageConfig, url: str, environ: Mapping[str, str]) -> C
         raise StorageError(
             "[storage] url names PostgreSQL but its driver is not installed; "
             "pip install 'cartograph[postgres]'",
-            code="storage_driver_missing",
+            code=codes.STORAGE_DRIVER_MISSING,
         ) from exc
     pool = ConnectionPool(
         url,
@@ -171,7 +172,7 @@ def _open_pool(config: StorageConfig, url: str, environ: Mapping[str, str]) -> C
         raise StorageError(
             f"cannot connect to {redacted_url(url)} within {config.timeout:g} s: {exc}; "
             f"check the server, the URL and ${config.password_env}",
-            code="storage_unreachable",
+            code=codes.STORAGE_UNREACHABLE,
         ) from exc
     return pool
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from cartograph import error_codes as codes
 from cartograph.errors import UsageLogError
 from cartograph.learning.store import (
     OK,
@@ -87,7 +88,7 @@ class PostgresUsageStore:
             raise
         except Exception as exc:  # psycopg's errors, pool timeouts
             raise UsageLogError(
-                f"usage log {self.location}: {exc}; check the database", code="usage_log_io"
+                f"usage log {self.location}: {exc}; check the database", code=codes.USAGE_LOG_IO
             ) from exc
 
     # -- writes ------------------------------------------------------------------
@@ -119,7 +120,7 @@ class PostgresUsageStore:
                 )
         except Exception as exc:
             raise UsageLogError(
-                f"usage log {self.location}: {exc}; check the database", code="usage_log_io"
+                f"usage log {self.location}: {exc}; check the database", code=codes.USAGE_LOG_IO
             ) from exc
         return task_id
 

@@ -413,7 +413,7 @@ def _reload_endpoint(
             if principal.name not in admins:
                 raise _Refusal(
                     403,
-                    "admin_required",
+                    codes.ADMIN_REQUIRED,
                     f"principal {principal.name!r} may not reload; set admin = true on its "
                     "[[http.tokens]] entry",
                 )
