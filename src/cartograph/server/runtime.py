@@ -21,11 +21,11 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
+from mcp.types import CallToolResult
 
 from cartograph import error_codes as codes
 from cartograph.cards.drift import DriftReport, DriftView, check_drift, check_server_drift
@@ -36,7 +36,6 @@ from cartograph.config.model import CatalogPolicy, Config, ServerConfig, deny_di
 from cartograph.errors import (
     CartographError,
     NameCollisionError,
-    ResultTooLarge,
     UnknownToolError,
     UpstreamError,
     UsageLogError,
@@ -55,13 +54,13 @@ from cartograph.index.serving import (
 from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
 from cartograph.server import metrics
 from cartograph.server.catalog_status import CatalogFacts, catalog_status
+from cartograph.server.content_passthrough import ContentPassthrough
 from cartograph.server.drift_tracker import DriftTracker
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import CatalogContent
 from cartograph.server.serving_index import ServingIndex, ToolKey
 from cartograph.storage import open_audit, open_usage_store
 from cartograph.suggest import did_you_mean
-from cartograph.upstream.content import ContentListing
 
 if TYPE_CHECKING:
     from cartograph.index.cache import EmbeddingCache
@@ -70,7 +69,6 @@ if TYPE_CHECKING:
     from cartograph.learning.catalog import CatalogLearning
 
 logger = logging.getLogger(__name__)
-_Content = TypeVar("_Content", ReadResourceResult, GetPromptResult)
 
 
 @dataclass
@@ -84,7 +82,7 @@ class PendingCall:
     """Set by the integrity step: the card's entry for this tool, verified intact."""
 
 
-class CatalogRuntime:
+class CatalogRuntime(ContentPassthrough):
     """A catalog's cards, drift state, index and gateway (see module docstring)."""
 
     def __init__(
@@ -545,77 +543,6 @@ class CatalogRuntime:
             tool_card.example,
             validator=self._validator(call.server, tool_card),
         )
-
-    # -- resources and prompts ---------------------------------------------------
-
-    def content_listings(self) -> list[tuple[str, ContentListing]]:
-        """Each listed server's resources and prompts, in config order.
-
-        Only servers whose card verified: content is not attested itself, but a
-        server the operator has not attested (or whose card was refused) serves
-        nothing at all.
-        """
-        listings = self.content.listings
-        return [(s, listings[s]) for s in self.servers if s in listings and s in self.cards]
-
-    def _content_server(self, server: str, what: str) -> None:
-        if server not in self.servers or server not in self.cards:
-            raise UnknownToolError(
-                f"no server {server!r} in catalog {self.name!r} serves {what}; "
-                "list them again (resources/list, prompts/list)",
-                code=codes.UNKNOWN_SERVER,
-                server=server,
-            )
-
-    async def read_resource(
-        self, server: str, uri: str, *, principal: str | None = None, client: str | None = None
-    ) -> ReadResourceResult:
-        """Read ``uri`` from ``server`` through the gateway (breaker, deadline, pool partition)."""
-        self._content_server(server, "resources")
-        timeout = self.servers[server].call_timeout
-
-        async def read(session: Upstream) -> ReadResourceResult:
-            return await session.read_resource(uri, timeout=timeout)
-
-        result = await self.gateway.request(
-            server, read, client=partition_key(principal, client), what="resources/read"
-        )
-        return self._bounded(server, "resources/read", result)
-
-    async def get_prompt(
-        self,
-        server: str,
-        name: str,
-        arguments: dict[str, str] | None,
-        *,
-        principal: str | None = None,
-        client: str | None = None,
-    ) -> GetPromptResult:
-        """Render prompt ``name`` of ``server`` through the gateway."""
-        self._content_server(server, "prompts")
-        timeout = self.servers[server].call_timeout
-
-        async def get(session: Upstream) -> GetPromptResult:
-            return await session.get_prompt(name, arguments, timeout=timeout)
-
-        result = await self.gateway.request(
-            server, get, client=partition_key(principal, client), what=f"prompts/get {name}"
-        )
-        return self._bounded(server, f"prompts/get {name}", result)
-
-    def _bounded(self, server: str, what: str, result: _Content) -> _Content:
-        """Refuse (never cut) a read or prompt over ``[gateway] max_result_bytes``."""
-        limit = self.config.gateway.max_result_bytes
-        size = len(result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
-        if size > limit:
-            raise ResultTooLarge(
-                f"upstream {server!r}: {what} answered {size} bytes, over [gateway] "
-                f"max_result_bytes = {limit}; raise the limit to receive it",
-                server=server,
-                size=size,
-                limit=limit,
-            )
-        return result
 
     def _validator(self, server: str, tool_card: ToolCard) -> SchemaValidator | None:
         """The tool's compiled schema validator, built on first use.

@@ -1,0 +1,106 @@
+"""A catalog runtime's resource and prompt passthrough: list, read, render, bounded.
+
+Split out of :mod:`cartograph.server.runtime` so that the runtime module keeps
+to cards, drift, index and calls. :class:`ContentPassthrough` is a mixin of
+:class:`~cartograph.server.runtime.CatalogRuntime`: it uses the runtime's
+config, servers, cards, listings and gateway, declared below for the type
+checker, and adds no state of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeVar
+
+from mcp.types import GetPromptResult, ReadResourceResult
+
+from cartograph import error_codes as codes
+from cartograph.cards.verified import VerifiedCards
+from cartograph.config.model import Config, ServerConfig
+from cartograph.errors import ResultTooLarge, UnknownToolError
+from cartograph.gateway.gateway import Gateway
+from cartograph.gateway.pool import Upstream, partition_key
+from cartograph.server.passthrough import CatalogContent
+from cartograph.upstream.content import ContentListing
+
+_Content = TypeVar("_Content", ReadResourceResult, GetPromptResult)
+
+
+class ContentPassthrough:
+    """Resources and prompts of a catalog's carded servers, through the gateway."""
+
+    config: Config
+    name: str
+    servers: Mapping[str, ServerConfig]
+    cards: VerifiedCards
+    content: CatalogContent
+    gateway: Gateway
+
+    def content_listings(self) -> list[tuple[str, ContentListing]]:
+        """Each listed server's resources and prompts, in config order.
+
+        Only servers whose card verified: content is not attested itself, but a
+        server the operator has not attested (or whose card was refused) serves
+        nothing at all.
+        """
+        listings = self.content.listings
+        return [(s, listings[s]) for s in self.servers if s in listings and s in self.cards]
+
+    def _content_server(self, server: str, what: str) -> None:
+        if server not in self.servers or server not in self.cards:
+            raise UnknownToolError(
+                f"no server {server!r} in catalog {self.name!r} serves {what}; "
+                "list them again (resources/list, prompts/list)",
+                code=codes.UNKNOWN_SERVER,
+                server=server,
+            )
+
+    async def read_resource(
+        self, server: str, uri: str, *, principal: str | None = None, client: str | None = None
+    ) -> ReadResourceResult:
+        """Read ``uri`` from ``server`` through the gateway (breaker, deadline, pool partition)."""
+        self._content_server(server, "resources")
+        timeout = self.servers[server].call_timeout
+
+        async def read(session: Upstream) -> ReadResourceResult:
+            return await session.read_resource(uri, timeout=timeout)
+
+        result = await self.gateway.request(
+            server, read, client=partition_key(principal, client), what="resources/read"
+        )
+        return self._bounded(server, "resources/read", result)
+
+    async def get_prompt(
+        self,
+        server: str,
+        name: str,
+        arguments: dict[str, str] | None,
+        *,
+        principal: str | None = None,
+        client: str | None = None,
+    ) -> GetPromptResult:
+        """Render prompt ``name`` of ``server`` through the gateway."""
+        self._content_server(server, "prompts")
+        timeout = self.servers[server].call_timeout
+
+        async def get(session: Upstream) -> GetPromptResult:
+            return await session.get_prompt(name, arguments, timeout=timeout)
+
+        result = await self.gateway.request(
+            server, get, client=partition_key(principal, client), what=f"prompts/get {name}"
+        )
+        return self._bounded(server, f"prompts/get {name}", result)
+
+    def _bounded(self, server: str, what: str, result: _Content) -> _Content:
+        """Refuse (never cut) a read or prompt over ``[gateway] max_result_bytes``."""
+        limit = self.config.gateway.max_result_bytes
+        size = len(result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
+        if size > limit:
+            raise ResultTooLarge(
+                f"upstream {server!r}: {what} answered {size} bytes, over [gateway] "
+                f"max_result_bytes = {limit}; raise the limit to receive it",
+                server=server,
+                size=size,
+                limit=limit,
+            )
+        return result
