@@ -33,7 +33,7 @@ from cartograph.eval.data import EvalQuery, load_queries
 from cartograph.eval.metrics import MRR_DEPTH, query_metrics
 from cartograph.index.embedders import get_embedder
 from cartograph.index.embedders.base import Embedder
-from cartograph.index.entries import plain_description
+from cartograph.index.entries import IndexEntry, entries_from_cards, plain_description
 from cartograph.index.lexical import FieldIndex
 from cartograph.index.rankers.base import unit_max, unit_range
 from cartograph.index.rankers.hybrid import Features, HybridParams, features, lexical_scores
@@ -66,8 +66,12 @@ class Prepared:
 
 
 def prepare(catalog: Path, queries: list[EvalQuery], model: Embedder) -> Prepared:
-    index = ToolIndex.build(attest_with_unsafe_throwaway_key(load_catalog(catalog)), model)
-    entries = index.corpus.entries
+    cards = attest_with_unsafe_throwaway_key(load_catalog(catalog))
+    index = ToolIndex.build(cards, model)
+    # The corpus is columnar (no per-tool objects): the entries it was built from
+    # are rebuilt from the same cards and put in the corpus's position order.
+    by_key = {e.key: e for e in entries_from_cards(cards)}
+    entries = [by_key[key] for key in index.corpus.keys]
     sentences = [
         (i, s.strip().rstrip("."))
         for i, e in enumerate(entries)
@@ -75,7 +79,7 @@ def prepare(catalog: Path, queries: list[EvalQuery], model: Embedder) -> Prepare
         if len(s.split()) >= 3
     ]
     feats, units, masked, local = [], [], [], []
-    servers = _server_bm25(index)
+    servers = _server_bm25(index, entries)
     for q in queries:
         ctx = index.context(q.query)
         feats.append(features(ctx))
@@ -107,11 +111,10 @@ def _mask(text: str) -> str:
     return masked if len(masked.split()) >= 2 else text
 
 
-def _server_bm25(index: ToolIndex) -> list[tuple[list[int], FieldIndex]]:
+def _server_bm25(index: ToolIndex, entries: list[IndexEntry]) -> list[tuple[list[int], FieldIndex]]:
     groups: dict[int, list[int]] = {}
     for i, s in enumerate(index.corpus.tool_server):
         groups.setdefault(int(s), []).append(i)
-    entries = index.corpus.entries
     return [
         (ids, FieldIndex(tokens=[_tool_tokens(entries[i]) for i in ids]))
         for ids in groups.values()
