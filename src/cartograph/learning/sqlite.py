@@ -23,7 +23,6 @@ import contextlib
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -34,11 +33,12 @@ from cartograph.learning.store import (
     OK,
     CallRecord,
     Evidence,
+    ExportQueries,
     Retention,
     TaskRecord,
-    ToolKey,
     UsageStatus,
-    as_vector,
+    evidence_from_rows,
+    export_tasks,
     vector_bytes,
 )
 
@@ -81,6 +81,15 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     ),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+EXPORT_QUERIES: Final = ExportQueries(
+    tasks="SELECT id, catalog, session, created, task, model FROM tasks "
+    "WHERE (? IS NULL OR catalog = ?) AND id > ? ORDER BY id LIMIT ?",
+    surfaced="SELECT task_id, server, tool FROM surfaced "
+    "WHERE task_id BETWEEN ? AND ? ORDER BY task_id, rank",
+    calls="SELECT task_id, server, tool, outcome, created FROM calls "
+    "WHERE task_id BETWEEN ? AND ? ORDER BY task_id, id",
+)
 
 
 def usage_log_path(state_dir: Path) -> Path:
@@ -245,14 +254,7 @@ class SqliteUsageStore:
             "WHERE c.outcome = ? ORDER BY t.id, c.id",
             (catalog, model, OK, limit, OK),
         )
-        out: list[Evidence] = []
-        tools: dict[ToolKey, None] = {}
-        for i, (task_id, task, blob, server, tool) in enumerate(rows):
-            tools[(server, tool)] = None
-            if i + 1 == len(rows) or rows[i + 1][0] != task_id:
-                out.append(Evidence(task_id, task, as_vector(blob), tuple(tools)))
-                tools = {}
-        return out
+        return evidence_from_rows(rows)
 
     def status(self) -> UsageStatus:
         tasks, oldest, newest = self._read(
@@ -278,47 +280,7 @@ class SqliteUsageStore:
         )
 
     def export(self, *, catalog: str | None = None) -> Iterator[dict[str, Any]]:
-        last = 0
-        while True:  # in pages, so a large log is never held in memory at once
-            page = self._read(
-                "SELECT id, catalog, session, created, task, model FROM tasks "
-                "WHERE (? IS NULL OR catalog = ?) AND id > ? ORDER BY id LIMIT 500",
-                (catalog, catalog, last),
-            )
-            if not page:
-                return
-            span = (page[0][0], page[-1][0])
-            surfaced = self._children(
-                "SELECT task_id, server, tool FROM surfaced "
-                "WHERE task_id BETWEEN ? AND ? ORDER BY task_id, rank",
-                span,
-            )
-            calls = self._children(
-                "SELECT task_id, server, tool, outcome, created FROM calls "
-                "WHERE task_id BETWEEN ? AND ? ORDER BY task_id, id",
-                span,
-            )
-            for task_id, cat, session, created, task, model in page:
-                yield {
-                    "id": task_id,
-                    "catalog": cat,
-                    "session": session,
-                    "time": _iso(created),
-                    "task": task,
-                    "model": model,
-                    "surfaced": [f"{s}/{t}" for s, t in surfaced.get(task_id, [])],
-                    "calls": [
-                        {"tool": f"{s}/{t}", "outcome": o, "time": _iso(c)}
-                        for s, t, o, c in calls.get(task_id, [])
-                    ],
-                }
-            last = span[1]
-
-    def _children(self, sql: str, span: tuple[int, int]) -> dict[int, list[Any]]:
-        out: dict[int, list[Any]] = {}
-        for row in self._read(sql, span):
-            out.setdefault(row[0], []).append(tuple(row[1:]))
-        return out
+        return export_tasks(self._read, EXPORT_QUERIES, catalog)
 
     def close(self) -> None:
         with self._lock:
@@ -362,7 +324,3 @@ def _error(path: Path, exc: sqlite3.Error) -> UsageLogError:
             code=codes.USAGE_LOG_CORRUPT,
         )
     return UsageLogError(f"usage log {path}: {exc}", code=codes.USAGE_LOG_IO)
-
-
-def _iso(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

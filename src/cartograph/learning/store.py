@@ -12,7 +12,8 @@ Every method that reads evidence takes a catalog: nothing crosses catalogs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -151,3 +152,77 @@ def as_vector(blob: bytes, dim: int | None = None) -> Vectors:
 
 def vector_bytes(vector: Vectors) -> bytes:
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
+# -- what every SQL implementation shares --------------------------------------
+
+Fetch = Callable[[str, tuple[Any, ...]], list[Any]]
+"""Run one read query with its parameters and return every row."""
+
+EXPORT_PAGE: Final = 500
+
+
+@dataclass(frozen=True)
+class ExportQueries:
+    """One SQL dialect's three export queries (tasks page, surfaced tools, calls).
+
+    ``tasks`` takes (catalog, catalog, last id, page size); the other two take
+    the page's first and last task id. Only the dialect differs between
+    implementations; paging and record shape are :func:`export_tasks`'.
+    """
+
+    tasks: str
+    surfaced: str
+    calls: str
+
+
+def export_tasks(
+    fetch: Fetch, queries: ExportQueries, catalog: str | None
+) -> Iterator[dict[str, Any]]:
+    """Every task as a JSON-ready dict, read in pages so a large log is never held at once."""
+    last = 0
+    while True:
+        page = fetch(queries.tasks, (catalog, catalog, last, EXPORT_PAGE))
+        if not page:
+            return
+        span = (page[0][0], page[-1][0])
+        surfaced = _by_task(fetch(queries.surfaced, span))
+        calls = _by_task(fetch(queries.calls, span))
+        for task_id, cat, session, created, task, model in page:
+            yield {
+                "id": task_id,
+                "catalog": cat,
+                "session": session,
+                "time": iso_time(created),
+                "task": task,
+                "model": model,
+                "surfaced": [f"{s}/{t}" for s, t in surfaced.get(task_id, [])],
+                "calls": [
+                    {"tool": f"{s}/{t}", "outcome": o, "time": iso_time(c)}
+                    for s, t, o, c in calls.get(task_id, [])
+                ],
+            }
+        last = span[1]
+
+
+def evidence_from_rows(rows: Sequence[Sequence[Any]]) -> list[Evidence]:
+    """Group (task id, task, vector blob, server, tool) rows, ordered by task, into evidence."""
+    out: list[Evidence] = []
+    tools: dict[ToolKey, None] = {}
+    for i, (task_id, task, blob, server, tool) in enumerate(rows):
+        tools[(server, tool)] = None
+        if i + 1 == len(rows) or rows[i + 1][0] != task_id:
+            out.append(Evidence(int(task_id), task, as_vector(bytes(blob)), tuple(tools)))
+            tools = {}
+    return out
+
+
+def iso_time(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _by_task(rows: list[Any]) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = {}
+    for row in rows:
+        out.setdefault(row[0], []).append(tuple(row[1:]))
+    return out

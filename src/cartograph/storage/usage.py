@@ -8,7 +8,6 @@ catalog as always; every replica sees the evidence every other replica logged.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -18,18 +17,26 @@ from cartograph.learning.store import (
     OK,
     CallRecord,
     Evidence,
+    ExportQueries,
     Retention,
     TaskRecord,
-    ToolKey,
     UsageStatus,
-    as_vector,
+    evidence_from_rows,
+    export_tasks,
     vector_bytes,
 )
 from cartograph.storage.postgres import Database
 
 COMPONENT: Final = "usage"
 SECONDS_PER_DAY: Final = 86_400.0
-EXPORT_PAGE: Final = 500
+EXPORT_QUERIES: Final = ExportQueries(
+    tasks="SELECT id, catalog, session, created, task, model FROM usage_tasks "
+    "WHERE (%s::text IS NULL OR catalog = %s) AND id > %s ORDER BY id LIMIT %s",
+    surfaced="SELECT task_id, server, tool FROM usage_surfaced "
+    "WHERE task_id BETWEEN %s AND %s ORDER BY task_id, rank",
+    calls="SELECT task_id, server, tool, outcome, created FROM usage_calls "
+    "WHERE task_id BETWEEN %s AND %s ORDER BY task_id, id",
+)
 
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 1: tasks, what each surfaced, and the calls attributed to it (as the SQLite log's 1).
@@ -187,14 +194,7 @@ class PostgresUsageStore:
             "WHERE c.outcome = %s ORDER BY t.id, c.id",
             (catalog, model, OK, limit, OK),
         )
-        out: list[Evidence] = []
-        tools: dict[ToolKey, None] = {}
-        for i, (task_id, task, blob, server, tool) in enumerate(rows):
-            tools[(server, tool)] = None
-            if i + 1 == len(rows) or rows[i + 1][0] != task_id:
-                out.append(Evidence(int(task_id), task, as_vector(bytes(blob)), tuple(tools)))
-                tools = {}
-        return out
+        return evidence_from_rows(rows)
 
     def status(self) -> UsageStatus:
         tasks, oldest, newest = self._run(
@@ -219,53 +219,9 @@ class PostgresUsageStore:
         )
 
     def export(self, *, catalog: str | None = None) -> Iterator[dict[str, Any]]:
-        last = 0
-        while True:  # in pages, so a large log is never held in memory at once
-            page = self._run(
-                "SELECT id, catalog, session, created, task, model FROM usage_tasks "
-                "WHERE (%s::text IS NULL OR catalog = %s) AND id > %s ORDER BY id LIMIT %s",
-                (catalog, catalog, last, EXPORT_PAGE),
-            )
-            if not page:
-                return
-            span = (page[0][0], page[-1][0])
-            surfaced = self._children(
-                "SELECT task_id, server, tool FROM usage_surfaced "
-                "WHERE task_id BETWEEN %s AND %s ORDER BY task_id, rank",
-                span,
-            )
-            calls = self._children(
-                "SELECT task_id, server, tool, outcome, created FROM usage_calls "
-                "WHERE task_id BETWEEN %s AND %s ORDER BY task_id, id",
-                span,
-            )
-            for task_id, cat, session, created, task, model in page:
-                yield {
-                    "id": task_id,
-                    "catalog": cat,
-                    "session": session,
-                    "time": _iso(created),
-                    "task": task,
-                    "model": model,
-                    "surfaced": [f"{s}/{t}" for s, t in surfaced.get(task_id, [])],
-                    "calls": [
-                        {"tool": f"{s}/{t}", "outcome": o, "time": _iso(c)}
-                        for s, t, o, c in calls.get(task_id, [])
-                    ],
-                }
-            last = span[1]
-
-    def _children(self, sql: str, span: tuple[int, int]) -> dict[int, list[Any]]:
-        out: dict[int, list[Any]] = {}
-        for row in self._run(sql, span):
-            out.setdefault(row[0], []).append(tuple(row[1:]))
-        return out
+        return export_tasks(self._run, EXPORT_QUERIES, catalog)
 
     def close(self) -> None:
         from cartograph.storage.postgres import release_database
 
         release_database(self.database)
-
-
-def _iso(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
