@@ -165,7 +165,7 @@ def test_serve_http_prints_the_url_it_listens_on(tmp_path: Path) -> None:
     import subprocess
     import threading
 
-    import httpx
+    import httpx2
 
     config = _write(
         tmp_path,
@@ -195,7 +195,7 @@ def test_serve_http_prints_the_url_it_listens_on(tmp_path: Path) -> None:
             line = lines.get(timeout=120)
         url = line.split("serving on ", 1)[1].split()[0]
         assert url.startswith("http://127.0.0.1:")
-        assert httpx.get(f"{url}/health", timeout=10).status_code == 200
+        assert httpx2.get(f"{url}/health", timeout=10).status_code == 200
     finally:
         process.kill()
         process.wait(timeout=30)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-import httpx
+import httpx2
 
 from tests.servers.postgres import PASSWORD, PASSWORD_ENV, Postgres
 from tests.servers.serving import free_port
@@ -209,8 +209,8 @@ def wait_ready(url: str, process: subprocess.Popen[bytes] | None = None) -> None
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             raise RuntimeError(f"{url}: exited with {process.returncode} before it was ready")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=2.0).status_code == 200:
+        with contextlib.suppress(httpx2.HTTPError):
+            if httpx2.get(url, timeout=2.0).status_code == 200:
                 return
         time.sleep(0.1)
     raise RuntimeError(f"{url} not ready within {READY_TIMEOUT:g}s")
