@@ -14,6 +14,7 @@ from cartograph.index.rankers import hybrid
 from cartograph.index.tool_index import ToolIndex
 from cartograph.index.vector_store import VectorStore
 from tests.cards.conftest import small_catalog
+from tests.index.retrieval_fixtures import small_catalog as retrieval_catalog
 
 TASKS = (
     "read a file",
@@ -101,3 +102,24 @@ def test_a_large_matrix_is_served_as_float16_and_scored_in_chunks() -> None:
 
     assert served.dtype == np.float16
     assert np.allclose(_similarities(queries, served), queries @ rows.T, atol=1e-4)
+
+
+def test_two_stage_at_scale_scores_only_the_chosen_servers_tools(tmp_path: Path) -> None:
+    # 3 servers, 6 tools, k=1: stage 1 keeps 2 servers (test_rankers.py).
+    cards = attest_with_unsafe_throwaway_key(retrieval_catalog())
+    index = ToolIndex.build(cards, FakeEmbedder(), store=VectorStore(tmp_path))
+    task = "weather forecast alerts for my city"
+    index.prefilter_min_tools = None
+    exact = index.rank(task, 1, method="two-stage", depth=index.size)
+    index.prefilter_min_tools = 1  # every index is "large"
+    ctx = index.context(task)
+
+    fast = index.rank(ctx, 1, method="two-stage", depth=index.size)
+
+    scored = ctx._candidate_sims
+    assert scored is not None and ctx._similarities is None and ctx._whole_sims is None
+    chosen = {index.corpus.key(i)[0] for i, _ in exact}
+    chosen_tools = [i for i in range(index.size) if index.corpus.key(i)[0] in chosen]
+    assert scored.shape == (1, len(chosen_tools)) and len(chosen_tools) < index.size
+    assert [i for i, _ in fast] == [i for i, _ in exact]
+    assert [s for _, s in fast] == pytest.approx([s for _, s in exact], abs=1e-6)

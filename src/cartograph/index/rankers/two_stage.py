@@ -23,7 +23,13 @@ def stage_one_width(servers: int, tools: int, k: int) -> int:
 
 
 class TwoStageRanker:
-    """Server centroids first, then tools within the chosen servers."""
+    """Server centroids first, then tools within the chosen servers.
+
+    At scale (``ctx.prefilter_min_tools``) stage 2 computes cosines for the
+    chosen servers' tools only (a few dozen rows instead of the whole
+    matrix); below it the task's product over every tool is shared with
+    discover's confidence, so it is reused.
+    """
 
     name = "two-stage"
 
@@ -32,7 +38,13 @@ class TwoStageRanker:
         width = stage_one_width(len(corpus.servers), corpus.size, k)
         server_cos = corpus.server_similarities(ctx.whole_vector())[0]
         order = np.lexsort((np.arange(len(server_cos)), -server_cos))
-        chosen = np.zeros(len(server_cos), dtype=bool)
-        chosen[order[:width]] = True
-        scores = np.where(chosen[corpus.tool_server], dense_scores(ctx), -np.inf)
+        chosen = order[:width].astype(np.int64)
+        limit = ctx.prefilter_min_tools
+        if limit is not None and corpus.size >= limit:
+            positions = corpus.tools_of(chosen)  # ascending: ties keep position order
+            cosines = ctx.similarities_at(positions, steps=False)[0].astype(np.float64)
+            return [(int(positions[i]), score) for i, score in top(cosines, depth)]
+        mask = np.zeros(len(server_cos), dtype=bool)
+        mask[chosen] = True
+        scores = np.where(mask[corpus.tool_server], dense_scores(ctx), -np.inf)
         return top(scores, depth)
