@@ -20,6 +20,7 @@ the scriptable upstream's ``echo`` tagged with its own ``traceparent``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -34,7 +35,15 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.servers.fleet import Fleet, Load, Mode, drive, prepare, running  # noqa: E402
+from tests.servers.fleet import (  # noqa: E402
+    Fleet,
+    Load,
+    Mode,
+    balancer_outcomes,
+    drive,
+    prepare,
+    running,
+)
 from tests.servers.postgres import Postgres, postgres_server  # noqa: E402
 
 
@@ -45,7 +54,7 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def summary(load: Load) -> dict[str, Any]:
+def summary(load: Load, fleet: Fleet) -> dict[str, Any]:
     seconds = [a.seconds for a in load.answered]
     return {
         "answered": len(load.answered),
@@ -54,7 +63,10 @@ def summary(load: Load) -> dict[str, Any]:
         "calls_per_s": round(load.rate, 1),
         "p50_ms": round(_pct(seconds, 0.50) * 1000, 1),
         "p99_ms": round(_pct(seconds, 0.99) * 1000, 1),
-        "errors": dict(Counter(a.error.split(":")[0] for a in load.failed)),
+        "errors_by_phase": dict(Counter(a.phase for a in load.failed)),
+        "errors": load.causes(),
+        "error_times_s": sorted(round(a.at, 1) for a in load.failed),
+        "balancer": balancer_outcomes(fleet.balancer_log()),
     }
 
 
@@ -77,7 +89,7 @@ def throughput(
     fleet = prepare(folder / f"r{replicas}", postgres, mode, f"bench_{mode}_{replicas}")
     with running(fleet, replicas):
         load = anyio.run(lambda: drive(fleet.url, clients, calls, mode=mode))
-    return {"replicas": replicas, **summary(load), "audit": audit_check(fleet, load)}
+    return {"replicas": replicas, **summary(load, fleet), "audit": audit_check(fleet, load)}
 
 
 def faults(folder: Path, postgres: Postgres, replicas: int, clients: int, calls: int) -> dict:
@@ -103,7 +115,7 @@ def faults(folder: Path, postgres: Postgres, replicas: int, clients: int, calls:
     return {
         "replicas": replicas,
         "events": events,
-        **summary(load),
+        **summary(load, fleet),
         "audit": audit_check(fleet, load),
     }
 
@@ -116,6 +128,9 @@ def main() -> None:
     parser.add_argument("--mode", choices=("stateless", "sticky"), default="stateless")
     parser.add_argument("--skip-faults", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the logs (replicas', HAProxy's) and print where"
+    )
     args = parser.parse_args()
     report: dict[str, Any] = {
         "clients": args.clients,
@@ -123,8 +138,12 @@ def main() -> None:
         "cores": os.cpu_count(),
         "load_average_before": os.getloadavg(),
     }
-    with tempfile.TemporaryDirectory(prefix="cartograph-fleet-bench-") as name:
-        folder = Path(name)
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            folder = Path(tempfile.mkdtemp(prefix="cartograph-fleet-bench-"))
+            report["kept"] = str(folder)
+        else:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cartograph-")))
         with postgres_server() as postgres:
             runs = []
             for n in (1, args.replicas):
@@ -147,7 +166,11 @@ def main() -> None:
     if "faults" in report:
         f = report["faults"]
         print(f"faults: {f['events']}")
-        print(f"  client errors {f['failed_attempts']} {f['errors']}; audit {f['audit']}")
+        print(f"  client errors {f['failed_attempts']}; audit {f['audit']}")
+    for run in [*report["throughput"], *([report["faults"]] if "faults" in report else [])]:
+        label = "faults" if "events" in run else f"{run['replicas']} replica(s)"
+        for cause, count in run["errors"].items():
+            print(f"  {label}: {count:5d} x {cause}")
     print(f"load average {report['load_average_before']} -> {report['load_average_after']}")
 
 

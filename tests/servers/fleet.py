@@ -19,13 +19,16 @@ call by call, not by totals.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,11 +52,19 @@ def haproxy_config(mode: Mode, port: int, replicas: list[int]) -> str:
     lines = [
         "global",
         "    maxconn 4096",
+        # One line per request on HAProxy's stdout (haproxy.log beside the replicas' logs):
+        # status, server and termination state say who ended a failed request.
+        "    log stdout format raw local0",
         "defaults",
         "    mode http",
+        "    log global",
+        "    option httplog",
         "    timeout connect 2s",
         "    timeout client 120s",
         "    timeout server 120s",
+        # A check waits this long for /health (default: only the 500 ms interval, which a
+        # saturated replica misses, and then every replica leaves the rotation: 503s).
+        "    timeout check 5s",
         "    retries 3",
         "    option redispatch",
         "frontend mcp",
@@ -144,6 +155,11 @@ class Fleet:
     def pids(self) -> list[int]:
         return [r.process.pid for r in self.replicas]
 
+    def balancer_log(self) -> list[str]:
+        """HAProxy's request log so far (``option httplog`` lines)."""
+        path = self.folder / "haproxy.log"
+        return path.read_text(errors="replace").splitlines() if path.exists() else []
+
     def audit_rows(self) -> list[tuple[str, str, str]]:
         """(trace, replica, outcome) of every audit record with a trace."""
         import psycopg
@@ -153,6 +169,31 @@ class Fleet:
                 "SELECT trace, replica, outcome FROM audit_records WHERE trace IS NOT NULL"
             ).fetchall()
         return [(str(t), str(r), str(o)) for t, r, o in rows]
+
+
+_HTTPLOG = re.compile(
+    r" (?P<backend>\S+)/(?P<server>\S+) (?:-?\d+/){4}\+?-?\d+ (?P<status>-?\d+) \S+ \S+ \S+ "
+    r"(?P<term>\S{4}) "
+)
+
+
+def balancer_outcomes(lines: list[str]) -> dict[str, int]:
+    """HAProxy log lines of requests that did not end well, grouped by status, state, server.
+
+    The termination state's first two letters say who ended the request and in
+    which phase (``SH``: the server aborted before its headers, ``sQ``: the
+    queue timed out, ``--``: normal); see HAProxy's "Session state at
+    disconnection".
+    """
+    seen: Counter[str] = Counter()
+    for line in lines:
+        found = _HTTPLOG.search(line)
+        if found is None:
+            continue
+        status, term = int(found["status"]), found["term"]
+        if status >= 400 or status < 0 or term[:2] != "--":
+            seen[f"HTTP {status} {term[:2]} {found['server']}"] += 1
+    return dict(seen.most_common())
 
 
 def _env() -> dict[str, str]:
@@ -267,11 +308,42 @@ def traceparent() -> str:
 
 @dataclass
 class Attempt:
+    """One try at one step of a client's work; a failed one says where and why it failed.
+
+    ``phase`` is what the client was doing: ``initialize`` (opening a session),
+    ``list`` (``tools/list``), ``call`` (``tools/call``) or ``close`` (ending it).
+    A failure keeps the exception type (``kind``, or ``isError`` for an error
+    result), the JSON-RPC error code, Cartograph's code from the error data,
+    the message, and the HTTP status of a non-2xx response the client got
+    during that attempt (the SDK turns e.g. a balancer's 503 page into a bare
+    ``MCPError`` "Server returned an error response").
+    """
+
     client: int
     trace: str
     ok: bool
     seconds: float
     error: str = ""
+    phase: str = "call"
+    kind: str = ""
+    rpc_code: int | None = None
+    code: str = ""
+    http: str = ""
+    at: float = 0.0
+    """When the attempt ended, seconds since the load started."""
+
+    @property
+    def cause(self) -> str:
+        """The failure's grouping key: phase, kind, codes, HTTP status, message shape."""
+        parts = [self.phase, self.kind]
+        if self.rpc_code is not None:
+            parts.append(f"rpc {self.rpc_code}")
+        if self.code:
+            parts.append(self.code)
+        if self.http:
+            parts.append(self.http)
+        message = re.sub(r"[0-9a-f]{8,}|\d+(\.\d+)?", "#", self.error)
+        return " | ".join([*parts, message[:120]])
 
 
 @dataclass
@@ -294,6 +366,10 @@ class Load:
     def rate(self) -> float:
         return len(self.answered) / max(self.ended - self.started, 1e-9)
 
+    def causes(self) -> dict[str, int]:
+        """Failed attempts grouped by :attr:`Attempt.cause`, most frequent first."""
+        return dict(Counter(a.cause for a in self.failed).most_common())
+
 
 Hook = Callable[[int], Awaitable[None]]
 
@@ -309,12 +385,14 @@ async def drive(
 ) -> Load:
     """``clients`` SDK clients x ``calls`` answered calls each; a failed call is retried.
 
-    A sticky client whose replica is gone opens a new session (the balancer
-    places it elsewhere). ``on_progress(answered)`` runs after every answered call.
+    Each session lists the tools once (the SDK would otherwise list them inside
+    the first ``call_tool`` to validate its result, hiding a failed list behind
+    the call), then calls. A sticky client whose replica is gone opens a new
+    session (the balancer places it elsewhere). ``on_progress(answered)`` runs
+    after every answered call.
     """
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     load = Load(started=time.monotonic())
     in_flight: dict[int, str] = {}
@@ -326,17 +404,18 @@ async def drive(
 
     async def one(index: int) -> None:
         sessions = retries + 1
+        client = _Client(index, load, in_flight)
         while answered[index] < calls:
-            async with create_mcp_http_client() as http:
+            async with _http_client(client) as http:
                 transport = streamable_http_client(url, http_client=http)
                 try:
+                    client.phase, client.started = "initialize", time.monotonic()
                     async with Client(transport, mode=protocol, read_timeout_seconds=60) as c:
-                        await _calls(
-                            c, index, answered, calls, load, on_progress, in_session, in_flight
-                        )
+                        if await client.attempt("list", c.list_tools):
+                            await _calls(c, client, answered, calls, on_progress, in_session)
+                        client.phase = "close"
                 except Exception as exc:  # the SDK ends the session when a request's stream dies
-                    trace = in_flight.pop(index, "")
-                    load.attempts.append(Attempt(index, trace, False, 0.0, _describe(exc)))
+                    client.failed(in_flight.pop(index, ""), exc)
             sessions -= 1 if answered[index] < calls else 0
             if sessions < 0:
                 raise RuntimeError(f"client {index}: no session lasted; see the attempts")
@@ -348,35 +427,120 @@ async def drive(
     return load
 
 
+@dataclass
+class _Client:
+    """One load client's bookkeeping: what it is doing and the HTTP errors it saw doing it."""
+
+    index: int
+    load: Load
+    in_flight: dict[int, str]
+    phase: str = "initialize"
+    started: float = 0.0
+    http: list[str] = field(default_factory=list)
+
+    async def attempt(self, phase: str, step: Callable[[], Awaitable[Any]]) -> bool:
+        """Run one step that is not a call (e.g. ``tools/list``); record it only if it fails."""
+        self.phase, self.started, self.http = phase, time.monotonic(), []
+        try:
+            await step()
+        except Exception as exc:
+            self.failed("", exc)
+            return False
+        return True
+
+    def failed(self, trace: str, exc: BaseException | None, result: Any = None) -> None:
+        kind, rpc_code, code, message = _classify(exc, result)
+        self.load.attempts.append(
+            Attempt(
+                self.index,
+                trace,
+                False,
+                time.monotonic() - self.started,
+                message,
+                phase=self.phase,
+                kind=kind,
+                rpc_code=rpc_code,
+                code=code,
+                http="; ".join(dict.fromkeys(self.http)),
+                at=time.monotonic() - self.load.started,
+            )
+        )
+        self.http = []
+
+
+def _http_client(client: _Client) -> httpx2.AsyncClient:
+    """The SDK's HTTP client settings, plus a hook noting every non-2xx response."""
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+    async def note(response: httpx2.Response) -> None:
+        if response.status_code < 400:
+            return
+        method = ""
+        with contextlib.suppress(Exception):
+            method = str(json.loads(response.request.content).get("method", ""))
+        body = ""
+        if not response.headers.get("content-type", "").startswith("application/json"):
+            with contextlib.suppress(Exception):  # e.g. HAProxy's HTML error page: its title
+                text = (await response.aread()).decode("utf-8", "replace")
+                found = re.search(r"<h1>(.*?)</h1>", text)
+                body = found.group(1) if found else text[:60]
+        client.http.append(f"HTTP {response.status_code} {method} {body}".strip())
+
+    return httpx2.AsyncClient(
+        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        event_hooks={"response": [note]},
+    )
+
+
+def _classify(exc: BaseException | None, result: Any) -> tuple[str, int | None, str, str]:
+    """(kind, JSON-RPC code, Cartograph code, message) of a failed attempt."""
+    if exc is None:
+        structured = getattr(result, "structured_content", None) or {}
+        error = structured.get("error") if isinstance(structured, dict) else None
+        code = str(error.get("code", "")) if isinstance(error, dict) else ""
+        return "isError", None, code, _text(result)
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, BaseExceptionGroup):
+        return "ExceptionGroup", None, "", _describe(exc)
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(exc, MCPError):
+        data = exc.data
+        code = str(data.get("code", "")) if isinstance(data, dict) else ""
+        return type(exc).__name__, exc.code, code, exc.message[:200]
+    return type(exc).__name__, None, "", str(exc)[:200]
+
+
 async def _calls(
-    client: Any,
-    index: int,
+    session: Any,
+    client: _Client,
     answered: list[int],
     calls: int,
-    load: Load,
     on_progress: Hook | None,
     retries: int,
-    in_flight: dict[int, str],
 ) -> None:
-    failures = 0
+    failures, index, load = 0, client.index, client.load
     while answered[index] < calls:
-        trace = in_flight[index] = traceparent()
-        started = time.monotonic()
+        trace = client.in_flight[index] = traceparent()
+        client.phase, client.started, client.http = "call", time.monotonic(), []
         text = f"c{index}-{answered[index]}"
         arguments = {"server": "calc", "tool": "echo", "arguments": {"text": text}}
         try:
-            result = await client.call_tool("call", arguments, meta={"traceparent": trace})
-            ok, error = not result.is_error, "" if not result.is_error else _text(result)
+            result = await session.call_tool("call", arguments, meta={"traceparent": trace})
         except Exception as exc:
-            ok, error = False, _describe(exc)
-        del in_flight[index]
-        load.attempts.append(Attempt(index, trace, ok, time.monotonic() - started, error))
-        if ok:
-            answered[index] += 1
-            failures = 0
-            if on_progress is not None:
-                await on_progress(len(load.answered))
-            continue
+            del client.in_flight[index]
+            client.failed(trace, exc)
+        else:
+            del client.in_flight[index]
+            if not result.is_error:
+                load.attempts.append(Attempt(index, trace, True, time.monotonic() - client.started))
+                answered[index] += 1
+                failures = 0
+                if on_progress is not None:
+                    await on_progress(len(load.answered))
+                continue
+            client.failed(trace, None, result)
         failures += 1
         if failures > retries:
             return  # let the caller open a new session
