@@ -54,6 +54,25 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def clarity(load: Load) -> dict[str, int]:
+    """Failed attempts by what the client was told: a code (which), a dropped connection, nothing.
+
+    A dropped connection (``RemoteProtocolError``) is what a client sees when
+    the replica holding its request dies and HAProxy closes the client's
+    connection without an answer; every other failure should carry a code,
+    Cartograph's or the balancer's (``http-error`` bodies, docs/fleet.md).
+    """
+    seen: Counter[str] = Counter()
+    for attempt in load.failed:
+        if attempt.code:
+            seen[f"code {attempt.code}"] += 1
+        elif attempt.kind == "RemoteProtocolError":
+            seen["connection dropped"] += 1
+        else:
+            seen["no code"] += 1
+    return dict(seen.most_common())
+
+
 def summary(load: Load, fleet: Fleet) -> dict[str, Any]:
     seconds = [a.seconds for a in load.answered]
     return {
@@ -64,6 +83,7 @@ def summary(load: Load, fleet: Fleet) -> dict[str, Any]:
         "p50_ms": round(_pct(seconds, 0.50) * 1000, 1),
         "p99_ms": round(_pct(seconds, 0.99) * 1000, 1),
         "errors_by_phase": dict(Counter(a.phase for a in load.failed)),
+        "errors_by_clarity": clarity(load),
         "errors": load.causes(),
         "error_times_s": sorted(round(a.at, 1) for a in load.failed),
         "balancer": balancer_outcomes(fleet.balancer_log()),

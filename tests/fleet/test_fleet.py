@@ -25,7 +25,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.servers.fleet import Fleet, Load, drive, prepare, running
+from tests.servers.fleet import Fleet, Load, call_once, drive, prepare, running
 from tests.servers.postgres import Postgres, pg_bin, postgres_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -100,12 +100,16 @@ async def test_killing_a_stateless_replica_fails_only_its_in_flight_calls_and_lo
                 await anyio.to_thread.run_sync(postgres.start)
 
         load = await drive(fleet.url, CLIENTS, CALLS, mode="stateless", on_progress=faults)
+        down = [line for line in fleet.balancer_log() if " is DOWN" in line]
+        fleet.terminate()  # no replica left: the balancer's own error, coded, with advice
+        alone = await call_once(fleet.url)
+    assert (alone.ok, alone.kind, alone.code) == (False, "MCPError", "no_replica"), alone
+    assert "retry in a few seconds" in alone.error
     assert all(r.process.poll() is not None for r in fleet.replicas)  # none left running
     assert list(events) == ["stall", "kill", "restart"]
     # Nothing failed before the kill (the stall included) and no live replica left the rotation.
     failed = load.failed
     assert [a.cause for a in failed if load.started + a.at < events["kill"]] == []
-    down = [line for line in fleet.balancer_log() if " is DOWN" in line]
     assert [line for line in down if "cartograph/r1 " not in line] == []
     # Only the killed replica's in-flight calls may fail: at most one per client, each retried.
     assert len(failed) <= CLIENTS, load.causes()

@@ -47,6 +47,48 @@ READY_TIMEOUT = 120.0
 SERVE = (sys.executable, "-m", "cartograph.cli.main", "serve", "--http")
 
 
+BALANCER_ERRORS: dict[int, tuple[str, str]] = {
+    502: (
+        "replica_lost",
+        "the replica answering this request closed its connection before it answered (it "
+        "stopped or crashed); the request may have run there: retry it, after checking its "
+        "effect if the tool is not idempotent",
+    ),
+    503: (
+        "no_replica",
+        "no replica is available: all are down or refusing connections; retry in a few seconds",
+    ),
+    504: (
+        "replica_timeout",
+        "the replica did not answer within the balancer timeout (timeout server); the call "
+        "may still finish there: check its effect before repeating a tool that is not "
+        "idempotent",
+    ),
+}
+"""The balancer's own failures as JSON-RPC errors (``http-error``): the SDK surfaces a
+JSON-RPC body with its message and ``data.code``, where HAProxy's HTML page became a bare
+``MCPError`` "Server returned an error response" (docs/fleet.md, "The balancer's errors")."""
+RETRY_AFTER = 2
+
+
+def http_errors() -> list[str]:
+    """The ``http-error`` lines for :data:`BALANCER_ERRORS` (HAProxy 2.2+)."""
+    lines = []
+    for status, (code, message) in BALANCER_ERRORS.items():
+        assert "'" not in message  # HAProxy's single-quoted string has no escape for it
+        data: dict[str, Any] = {"code": code}
+        header = ""
+        if status == 503:
+            data["retry_after"] = RETRY_AFTER
+            header = f" hdr Retry-After {RETRY_AFTER}"
+        error = {"code": -32603, "message": message, "data": data}
+        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}, separators=(",", ":"))
+        lines.append(
+            f"    http-error status {status} content-type application/json{header} string '{body}'"
+        )
+    return lines
+
+
 def haproxy_config(mode: Mode, port: int, replicas: list[int]) -> str:
     """The balancer config for ``mode`` (the same text docs/fleet.md explains)."""
     lines = [
@@ -67,6 +109,7 @@ def haproxy_config(mode: Mode, port: int, replicas: list[int]) -> str:
         "    timeout check 5s",
         "    retries 3",
         "    option redispatch",
+        *http_errors(),
         "frontend mcp",
         f"    bind 127.0.0.1:{port}",
         "    default_backend cartograph",
@@ -151,6 +194,14 @@ class Fleet:
     def kill(self, index: int) -> None:
         """SIGKILL one replica: no drain, no goodbye (a crash or an OOM kill)."""
         self.replicas[index].process.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        """SIGTERM every live replica and wait: each drains, spool included, and exits."""
+        live = [r.process for r in self.replicas if r.process.poll() is None]
+        for process in live:
+            process.send_signal(signal.SIGTERM)
+        for process in live:
+            process.wait(timeout=60)
 
     def pids(self) -> list[int]:
         return [r.process.pid for r in self.replicas]
@@ -425,6 +476,31 @@ async def drive(
             group.start_soon(one, index)
     load.ended = time.monotonic()
     return load
+
+
+async def call_once(url: str) -> Attempt:
+    """One stateless ``call`` through ``url``, no retry: what a client sees right now."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    load = Load(started=time.monotonic())
+    client = _Client(0, load, {})
+    async with _http_client(client) as http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=MODERN, read_timeout_seconds=60) as session:
+            client.phase, client.started = "call", time.monotonic()
+            trace = traceparent()
+            arguments = {"server": "calc", "tool": "echo", "arguments": {"text": "once"}}
+            try:
+                result = await session.call_tool("call", arguments, meta={"traceparent": trace})
+            except Exception as exc:
+                client.failed(trace, exc)
+            else:
+                if result.is_error:
+                    client.failed(trace, None, result)
+                else:
+                    return Attempt(0, trace, True, time.monotonic() - client.started)
+    return load.attempts[-1]
 
 
 @dataclass
