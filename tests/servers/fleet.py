@@ -491,8 +491,9 @@ async def call_once(url: str) -> Attempt:
             client.phase, client.started = "call", time.monotonic()
             trace = traceparent()
             arguments = {"server": "calc", "tool": "echo", "arguments": {"text": "once"}}
+            meta: Any = {"traceparent": trace}  # the SDK types _meta as its own mapping
             try:
-                result = await session.call_tool("call", arguments, meta={"traceparent": trace})
+                result = await session.call_tool("call", arguments, meta=meta)
             except Exception as exc:
                 client.failed(trace, exc)
             else:
