@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,6 +43,19 @@ DEFAULT_THREADS: Final = 2
 DEFAULT_BATCH_SIZE: Final = 1
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """What differs between two mean-pooled sentence-transformers encoders run here."""
+
+    model_id: str
+    dim: int
+    max_tokens: int
+    pad_token: str
+
+
+MINILM_SPEC: Final = ModelSpec(MINILM_MODEL_ID, MINILM_DIM, MAX_TOKENS, PAD_TOKEN)
+
+
 class MiniLMEmbedder:
     """The shipped MiniLM model; loads lazily, once, on the first ``embed``."""
 
@@ -51,7 +65,9 @@ class MiniLMEmbedder:
         *,
         threads: int = DEFAULT_THREADS,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        spec: ModelSpec = MINILM_SPEC,
     ) -> None:
+        self._spec = spec
         self._model_dir = Path(model_dir)
         self._threads = threads
         self._batch_size = batch_size
@@ -62,19 +78,19 @@ class MiniLMEmbedder:
     def model_id(self) -> str:
         # Batched vectors differ slightly from solo ones, so they never share a cache entry.
         if self._batch_size == 1:
-            return MINILM_MODEL_ID
-        return f"{MINILM_MODEL_ID}:batch{self._batch_size}"
+            return self._spec.model_id
+        return f"{self._spec.model_id}:batch{self._batch_size}"
 
     @property
     def dim(self) -> int:
-        return MINILM_DIM
+        return self._spec.dim
 
     def load(self) -> None:
         """Verify and load the model now (otherwise the first ``embed`` does)."""
         self._get_runtime()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        out = np.zeros((len(texts), MINILM_DIM), dtype=np.float32)
+        out = np.zeros((len(texts), self._spec.dim), dtype=np.float32)
         if not texts:
             return out
         runtime = self._get_runtime()
@@ -97,16 +113,16 @@ class MiniLMEmbedder:
         if self._runtime is None:
             with self._lock:
                 if self._runtime is None:
-                    self._runtime = _Runtime(self._model_dir, self._threads)
+                    self._runtime = _Runtime(self._model_dir, self._threads, self._spec)
         return self._runtime
 
 
 class _Runtime:
     """The loaded tokenizer and onnxruntime session."""
 
-    def __init__(self, model_dir: Path, threads: int) -> None:
+    def __init__(self, model_dir: Path, threads: int, spec: ModelSpec = MINILM_SPEC) -> None:
         verify_model_files(model_dir)
-        self.tokenizer = _load_tokenizer(model_dir / TOKENIZER_FILE)
+        self.tokenizer = _load_tokenizer(model_dir / TOKENIZER_FILE, spec)
         self.session = _load_session(model_dir / MODEL_FILE, threads)
         self.input_names = {node.name for node in self.session.get_inputs()}
 
@@ -210,16 +226,16 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _load_tokenizer(path: Path) -> Any:
+def _load_tokenizer(path: Path, spec: ModelSpec = MINILM_SPEC) -> Any:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(path))
     # The shipped tokenizer.json pads every input to 128 tokens; pad each batch
     # only to its longest member instead, and cut at the model's window.
     tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    pad_id = tokenizer.token_to_id(PAD_TOKEN)
-    tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token=PAD_TOKEN)
+    tokenizer.enable_truncation(max_length=spec.max_tokens)
+    pad_id = tokenizer.token_to_id(spec.pad_token)
+    tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token=spec.pad_token)
     return tokenizer
 
 
@@ -240,8 +256,10 @@ def _load_session(path: Path, threads: int) -> Any:
 __all__ = [
     "MINILM_DIM",
     "MINILM_MODEL_ID",
+    "MINILM_SPEC",
     "MODEL_DIR",
     "MiniLMEmbedder",
+    "ModelSpec",
     "mean_pool_normalise",
     "verify_model_files",
 ]
