@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
-from cartograph.eval.calibrate import CalibrationSet, calibrate_on_sets, task_confidences
+from cartograph.eval.calibrate import (
+    CalibrationSet,
+    RuleSets,
+    calibrate_on_sets,
+    cosine_rule,
+    cross_validate,
+    fit_rule,
+    open_world_rule,
+    task_confidences,
+)
 from cartograph.eval.data import EvalQuery, GoldTool
 from cartograph.index.embedders import FakeEmbedder
 from cartograph.index.tool_index import ToolIndex
@@ -59,3 +70,32 @@ def test_a_looser_budget_never_lowers_the_threshold(index: ToolIndex) -> None:
     loose = calibrate_on_sets(sets, ooc, max_false_abstain=0.5)
     assert loose.threshold >= strict.threshold
     assert loose.false_abstain["single"] <= 0.5
+
+
+@pytest.mark.parametrize("rule_of", [cosine_rule, open_world_rule])
+def test_a_fitted_rule_keeps_each_servable_set_within_its_budget(
+    index: ToolIndex, rule_of: Callable[..., RuleSets]
+) -> None:
+    servable = [CalibrationSet("single", index, SINGLE), CalibrationSet("multi", index, MULTI)]
+    rule = rule_of(servable, [CalibrationSet("ooc", index, NOTHING_FITS)])
+    fitted = fit_rule(rule, max_false_abstain=0.0)
+    assert fitted.rates["single"] == 0.0 and fitted.rates["multi"] == 0.0
+    assert set(fitted.rates) == {
+        "single",
+        "multi",
+        "ooc",
+        "single (gold removed)",
+        "multi (gold removed)",
+    }
+    # The fitted parameter's own decisions are what the report says.
+    decided = rule.decide(fitted.param)
+    assert fitted.rates["ooc"] == pytest.approx(float(decided["ooc"].mean()), abs=1e-4)
+
+
+def test_cross_validation_fits_every_fold_on_the_other_folds(index: ToolIndex) -> None:
+    servable = [CalibrationSet("single", index, SINGLE + MULTI)]
+    rule = cosine_rule(servable, [CalibrationSet("ooc", index, NOTHING_FITS)])
+    params, held = cross_validate(rule, folds=2, max_false_abstain=0.0)
+    assert len(params) == 2
+    assert set(held) == {"single", "ooc", "single (gold removed)"}
+    assert all(0.0 <= v <= 1.0 for v in held.values())

@@ -17,14 +17,20 @@ that keeps false abstentions on servable tasks within a budget (5 %).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel
 
 from cartograph.eval.data import EvalQuery
+from cartograph.index.embedders.base import Vectors
+from cartograph.index.open_world import Background, coverage, margin
 from cartograph.index.tool_index import ToolIndex
+
+IntArray = npt.NDArray[np.int64]
 
 
 def confidence_samples(
@@ -129,3 +135,200 @@ def _budget_threshold(values: Sequence[float], budget: float) -> float:
 
 def _below(values: Sequence[float], threshold: float) -> float:
     return round(float(np.mean(np.array(values) < threshold)), 4) if len(values) else 0.0
+
+
+# -- the open-world rule (index/open_world.py) and held-out comparison --------
+
+DELTA_GRID: Final = tuple(round(d, 4) for d in np.arange(-0.1, 0.3001, 0.0125))
+"""Candidate deltas: how much better a background tool must fit than ours."""
+
+Decisions = dict[str, npt.NDArray[np.bool_]]
+"""Per set name: whether the rule abstains on each of its queries (in order)."""
+
+
+@dataclass(frozen=True)
+class RuleSets:
+    """Abstention decisions of one rule over every set, for each candidate parameter.
+
+    Set names: servable sets by name, out-of-catalog sets by name, and each
+    servable set with its gold servers removed as ``"<name> (gold removed)"``.
+    """
+
+    params: tuple[float, ...]
+    decide: Callable[[float], Decisions]
+    servable: tuple[str, ...]
+    out_of_catalog: tuple[str, ...]
+
+    @property
+    def synthetic(self) -> tuple[str, ...]:
+        return tuple(f"{name}{REMOVED}" for name in self.servable)
+
+
+REMOVED: Final = " (gold removed)"
+
+
+class RuleReport(BaseModel):
+    """One rule's parameter and its abstention rate on every set (in-sample or held out)."""
+
+    param: float
+    rates: dict[str, float]
+
+
+def cosine_rule(servable: Sequence[CalibrationSet], ooc: Sequence[CalibrationSet]) -> RuleSets:
+    """The raw-cosine rule: abstain when the best cosine is below a threshold."""
+    values: dict[str, npt.NDArray[np.float64]] = {}
+    for s in servable:
+        values[s.name] = np.array(task_confidences(s.index, s.queries))
+        values[f"{s.name}{REMOVED}"] = np.array(_removed_confidences(s.index, s.queries))
+    for s in ooc:
+        values[s.name] = np.array(task_confidences(s.index, s.queries))
+    grid = np.unique(np.concatenate([values[s.name] for s in servable] + [np.zeros(1)]))
+    return RuleSets(
+        params=tuple(float(t) for t in grid),
+        decide=lambda t: {name: v < t for name, v in values.items()},
+        servable=tuple(s.name for s in servable),
+        out_of_catalog=tuple(s.name for s in ooc),
+    )
+
+
+def open_world_rule(
+    servable: Sequence[CalibrationSet],
+    ooc: Sequence[CalibrationSet],
+    deltas: Sequence[float] = DELTA_GRID,
+) -> RuleSets:
+    """The open-world rule: abstain when a background tool fits better than ours by ``delta``.
+
+    With the gold servers removed, the background mask is recomputed from the
+    remaining tools: that catalog is what "nothing here fits" looks like.
+    """
+    samples: dict[str, list[_OpenWorldSample]] = {}
+    for s in servable:
+        samples[s.name] = _open_world_samples(s.index, s.queries, without_gold=False)
+        samples[f"{s.name}{REMOVED}"] = _open_world_samples(s.index, s.queries, without_gold=True)
+    for s in ooc:
+        samples[s.name] = _open_world_samples(s.index, s.queries, without_gold=False)
+
+    def decide(delta: float) -> Decisions:
+        return {
+            name: np.array([x.margin(delta) < -delta for x in rows], dtype=bool)
+            for name, rows in samples.items()
+        }
+
+    return RuleSets(
+        params=tuple(deltas),
+        decide=decide,
+        servable=tuple(s.name for s in servable),
+        out_of_catalog=tuple(s.name for s in ooc),
+    )
+
+
+def fit_rule(
+    rule: RuleSets, max_false_abstain: float = 0.02, subset: Mapping[str, IntArray] | None = None
+) -> RuleReport:
+    """The parameter that catches the most out-of-catalog tasks within the false budget.
+
+    The budget holds on *each* servable set (as :func:`calibrate_on_sets`);
+    ties go to the higher true rate with gold servers removed. ``subset``:
+    only these query positions per set (cross-validation's training folds).
+    """
+    best: tuple[tuple[float, float], float, dict[str, float]] | None = None
+    for param in rule.params:
+        decided = _restrict(rule.decide(param), subset)
+        if any(
+            decided[name].sum() > np.floor(max_false_abstain * len(decided[name]))
+            for name in rule.servable
+        ):
+            continue
+        rates = {name: float(v.mean()) if len(v) else 0.0 for name, v in decided.items()}
+        key = (
+            float(np.mean([rates[n] for n in rule.out_of_catalog])),
+            float(np.mean([rates[n] for n in rule.synthetic])),
+        )
+        if best is None or key > best[0]:
+            best = (key, param, rates)
+    if best is None:  # nothing meets the budget: never abstain
+        return RuleReport(param=float("nan"), rates={})
+    return RuleReport(param=best[1], rates={k: round(v, 4) for k, v in best[2].items()})
+
+
+def cross_validate(
+    rule: RuleSets, *, folds: int = 5, seed: int = 0, max_false_abstain: float = 0.02
+) -> tuple[list[float], dict[str, float]]:
+    """(parameter per fold, held-out abstention rate per set): each fold fitted on the rest.
+
+    Queries are split per set; a servable set and its gold-removed copy share
+    folds (same queries), so a held-out query is never seen in either form.
+    """
+    decided = rule.decide(rule.params[0])
+    rng = np.random.default_rng(seed)
+    fold_of: dict[str, IntArray] = {}
+    for name in (*rule.servable, *rule.out_of_catalog):
+        fold_of[name] = rng.permutation(len(decided[name])) % folds
+    for name in rule.servable:
+        fold_of[f"{name}{REMOVED}"] = fold_of[name]
+    held: dict[str, list[bool]] = {name: [] for name in decided}
+    params: list[float] = []
+    for f in range(folds):
+        train = {n: np.flatnonzero(fold_of[n] != f) for n in decided}
+        test = {n: np.flatnonzero(fold_of[n] == f) for n in decided}
+        fitted = fit_rule(rule, max_false_abstain, train)
+        params.append(fitted.param)
+        if np.isnan(fitted.param):
+            continue
+        for name, v in _restrict(rule.decide(fitted.param), test).items():
+            held[name].extend(bool(x) for x in v)
+    return params, {n: round(float(np.mean(v)), 4) if v else 0.0 for n, v in held.items()}
+
+
+def _restrict(decided: Decisions, subset: Mapping[str, IntArray] | None) -> Decisions:
+    if subset is None:
+        return decided
+    return {name: v[subset[name]] for name, v in decided.items()}
+
+
+def _removed_confidences(index: ToolIndex, queries: Sequence[EvalQuery]) -> list[float]:
+    """Best cosine per query with its gold servers' tools removed (-1 if nothing is left)."""
+    out = []
+    for q in queries:
+        sims = index.context(q.query).similarities().max(axis=0)
+        keep = _kept_tools(index, q)
+        out.append(float(sims[keep].max()) if keep.any() else -1.0)
+    return out
+
+
+def _kept_tools(index: ToolIndex, q: EvalQuery) -> npt.NDArray[np.bool_]:
+    gold_servers = q.judgement().gold_servers if q.gold else frozenset()
+    return np.array([server not in gold_servers for server, _ in index.corpus.keys])
+
+
+@dataclass(frozen=True)
+class _OpenWorldSample:
+    """One query's inputs to the open-world rule: its rows, our best per row, our coverage."""
+
+    background: Background
+    rows: Vectors
+    ours: Vectors
+    covered: Vectors
+
+    def margin(self, delta: float) -> float:
+        return margin(self.background, self.covered, self.rows, self.ours, delta)
+
+
+def _open_world_samples(
+    index: ToolIndex, queries: Sequence[EvalQuery], *, without_gold: bool
+) -> list[_OpenWorldSample]:
+    world = index.open_world()
+    background = world.background
+    task_sims = index.corpus.tool_similarities(background.tasks)
+    by_removed: dict[bytes, Vectors] = {}
+    out = []
+    for q in queries:
+        ctx = index.context(q.query)
+        sims = ctx.similarities()
+        keep = _kept_tools(index, q) if without_gold else np.ones(index.size, dtype=bool)
+        token = np.packbits(keep).tobytes()
+        if token not in by_removed:
+            by_removed[token] = coverage(background, task_sims[:, keep])
+        ours = sims[:, keep].max(axis=1) if keep.any() else np.full(len(sims), -1.0)
+        out.append(_OpenWorldSample(background, ctx.vectors(), ours, by_removed[token]))
+    return out

@@ -5,15 +5,18 @@ description, the input schema compacted losslessly, a usage example) and
 where that text came from (card version, signing key, generator). Every card
 is re-checked against its verified digest before its text is served (P-SIG-3).
 
-**Abstention.** When even the closest tool is far from the task, returning
-five confident-looking tools invites a wrong call. The confidence signal is
-the best raw cosine between the task (or any of its steps) and any tool
-vector, which, unlike the per-query normalised fused scores, means the same
-thing from query to query. Below the calibrated threshold discover says so
-plainly and returns only the closest few with a hint.
-:func:`cartograph.eval.calibrate.calibrate_on_sets` derives the threshold
-from single-step, multi-step and out-of-catalog tasks together
-(``benchmarks/calibrate_abstention.py``, ``docs/retrieval.md``).
+**Abstention.** When nothing in the catalog fits the task, returning five
+confident-looking tools invites a wrong call; discover then says so plainly and
+returns only the closest few with a hint. The default rule is the best raw
+cosine of the task (or a step) to any tool, which, unlike the per-query
+normalised fused scores, means the same thing from query to query. The
+open-world rule (:mod:`cartograph.index.open_world`: abstain when a tool of a
+general background catalog fits the task clearly better than every tool of
+ours) takes over for a model with a calibrated delta, or when asked for with
+``open_world_delta``; it is measured but on for no model yet (see there). Both
+are calibrated on single-step, multi-step and out-of-catalog tasks together
+(:mod:`cartograph.eval.calibrate`, ``benchmarks/calibrate_abstention.py``,
+``docs/retrieval.md``).
 """
 
 from __future__ import annotations
@@ -25,16 +28,19 @@ from pydantic import BaseModel, ConfigDict
 from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import ArgumentError, RetrievalError
+from cartograph.index.open_world import calibrated_delta
 from cartograph.index.rankers.base import QueryContext, Ranking
 from cartograph.index.schema_compact import compact_schema
 from cartograph.index.tool_index import MAX_K as MAX_DEPTH
 from cartograph.index.tool_index import ToolIndex
 
 DEFAULT_K: Final = 5
-# The highest threshold that abstains on at most 2 % of each servable set (demo
-# single-step, LiveMCPBench multi-step) with the shipped MiniLM and template
-# cards; benchmarks/calibrate_abstention.py, docs/retrieval.md. It was 0.33,
-# calibrated on multi-step tasks only, which abstained on 1 in 5 single-step tasks.
+# The raw-cosine rule (models without a calibrated open-world delta, or an
+# explicit threshold): the highest threshold that abstains on at most 2 % of each
+# servable set (demo single-step, LiveMCPBench multi-step) with the shipped
+# MiniLM and template cards; benchmarks/calibrate_abstention.py,
+# docs/retrieval.md. It was 0.33, calibrated on multi-step tasks only, which
+# abstained on 1 in 5 single-step tasks.
 DEFAULT_ABSTAIN_THRESHOLD: Final = 0.186
 ABSTAIN_SHOWN: Final = 3
 ABSTAIN_HINT: Final = (
@@ -115,10 +121,16 @@ def discover(
     k: int = DEFAULT_K,
     method: str | None = None,
     *,
-    threshold: float = DEFAULT_ABSTAIN_THRESHOLD,
+    threshold: float | None = None,
+    open_world_delta: float | None = None,
     reranker: Reranker | None = None,
 ) -> DiscoverResult:
-    """The top ``k`` tools for ``task``, or an abstention when nothing fits."""
+    """The top ``k`` tools for ``task``, or an abstention when nothing fits.
+
+    ``threshold`` forces the raw-cosine rule at that value, ``open_world_delta``
+    the open-world rule; by default the open-world rule decides when the model
+    has a calibrated delta, else the raw cosine at its calibrated threshold.
+    """
     ctx = index.context(task)
     # Confidence first, so the rankers reuse its query × tool product; with the
     # prefilter (large indexes) after ranking, from the candidates' product.
@@ -132,7 +144,7 @@ def discover(
         ranked = ranked[:k]
     if prefiltered:
         confidence = ctx.best_similarity()
-    abstained = confidence < threshold
+    abstained = should_abstain(index, ctx, confidence, threshold, open_world_delta)
     shown = ranked[: min(k, ABSTAIN_SHOWN)] if abstained else ranked
     tools = [_tool(cards, *index.corpus.key(i), score) for i, score in shown]
     return DiscoverResult(
@@ -143,6 +155,24 @@ def discover(
         confidence=round(confidence, 4),
         hint=ABSTAIN_HINT if abstained else None,
     )
+
+
+def should_abstain(
+    index: ToolIndex,
+    ctx: QueryContext,
+    confidence: float,
+    threshold: float | None = None,
+    open_world_delta: float | None = None,
+) -> bool:
+    """Whether discover abstains: the open-world margin rule, else the raw cosine threshold."""
+    delta = open_world_delta
+    if delta is None and threshold is None:
+        delta = calibrated_delta(index.corpus.embedder.model_id)
+    if delta is None or not index.size:
+        return confidence < (DEFAULT_ABSTAIN_THRESHOLD if threshold is None else threshold)
+    ours = ctx.best_per_row()
+    rows = ctx.vectors()[: len(ours)]
+    return index.open_world().margin(rows, ours, delta) < -delta
 
 
 def task_confidence(ctx: QueryContext) -> float:

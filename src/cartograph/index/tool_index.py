@@ -26,6 +26,7 @@ from cartograph.index.cache import EmbeddingCache
 from cartograph.index.corpus import LARGE_CORPUS_TOOLS, Corpus, build_corpus
 from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards
+from cartograph.index.open_world import OpenWorld, background_for
 from cartograph.index.query import parse_query
 from cartograph.index.rankers import QueryContext, Ranker, Ranking, get_ranker
 from cartograph.index.snapshot import SnapshotStore, snapshot_key
@@ -77,6 +78,9 @@ class ToolIndex:
         # ranking whatever the corpus holds: a persisted corpus is not signed.
         self.exclude: frozenset[ToolKey] = frozenset()
         self.prefilter_min_tools: int | None = PREFILTER_MIN_TOOLS
+        # Where the background catalog's vectors are cached (set by build).
+        self.embedding_cache: EmbeddingCache | None = None
+        self._open_world: OpenWorld | None = None
         get_ranker(default_method)  # fail at build time, not at the first query
 
     @classmethod
@@ -118,6 +122,7 @@ class ToolIndex:
         corpus = _persisted_corpus(cards, embedder, cache, store, skip, progress)
         index = cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
         index.exclude = skip
+        index.embedding_cache = cache
         return index
 
     @classmethod
@@ -134,7 +139,9 @@ class ToolIndex:
         """Index prepared entries. Serving code calls :meth:`build`; this is for eval."""
         vectors = _entry_vectors(entries, embedder, cache, progress)
         corpus = build_corpus(entries, embedder, vectors)
-        return cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
+        index = cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
+        index.embedding_cache = cache
+        return index
 
     @property
     def size(self) -> int:
@@ -153,6 +160,17 @@ class ToolIndex:
         """Whether the hybrid prefilters candidates at this index's size."""
         limit = self.prefilter_min_tools
         return limit is not None and self.size >= limit
+
+    def open_world(self) -> OpenWorld:
+        """The background catalog masked against this index (computed on first use).
+
+        One product of ~1,000 background tasks with every tool, once per index;
+        the background itself is embedded once per model id per process.
+        """
+        if self._open_world is None:
+            background = background_for(self.corpus.embedder, self.embedding_cache)
+            self._open_world = OpenWorld(background, self.corpus)
+        return self._open_world
 
     def context(self, task: str) -> QueryContext:
         """Parse ``task`` once; several rankers may then share its embeddings."""

@@ -101,11 +101,19 @@ class QueryContext:
         After a prefiltered ranking, the best over its candidates: the
         rankers' product is reused, never a second pass over every tool.
         """
-        if self._similarities is None and self._candidate_sims is not None:
-            best = self._candidate_sims
-        else:
-            best = self.similarities()
+        best = self._confidence_sims()
         return float(np.max(best)) if best.size else 0.0
+
+    def best_per_row(self) -> Vectors:
+        """Each :meth:`vectors` row's best cosine to any tool (prefiltered: to any candidate)."""
+        sims = self._confidence_sims()
+        rows: Vectors = sims.max(axis=1) if sims.size else np.zeros(sims.shape[0], dtype=np.float32)
+        return rows
+
+    def _confidence_sims(self) -> Vectors:
+        if self._similarities is None and self._candidate_sims is not None:
+            return self._candidate_sims
+        return self.similarities()
 
     def whole_vector(self) -> Vectors:
         if self._whole is None:
