@@ -38,3 +38,27 @@ def test_indexes_built_from_part_tokens_score_as_those_built_from_joined_text() 
     assert np.array_equal(
         JaccardIndex(tokens=parts).scores(query), JaccardIndex(joined).scores(query)
     )
+
+
+_WORDS = st.sampled_from(["read", "file", "write", "report", "time", "zone", "unknownword"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    documents=st.lists(st.lists(_WORDS, max_size=8), min_size=1, max_size=12),
+    query=st.lists(_WORDS, max_size=6),
+)
+def test_field_scores_are_bm25s_scores_summed_from_its_postings(
+    documents: list[list[str]], query: list[str]
+) -> None:
+    # Our one-bincount sum must equal what bm25s computes itself, repeated and
+    # unknown query tokens included (bm25s counts a repeated token again).
+    index = FieldIndex(tokens=documents)
+    bm25 = index._bm25
+    known = [t for t in query if t in bm25.vocab_dict]
+    expected = bm25.get_scores(known) if known else np.zeros(len(documents))
+
+    got = index.scores(query)
+
+    assert got.dtype == np.float64 and got.shape == (len(documents),)
+    assert np.allclose(got, expected, rtol=1e-6, atol=1e-7)

@@ -123,3 +123,47 @@ def test_two_stage_at_scale_scores_only_the_chosen_servers_tools(tmp_path: Path)
     assert scored.shape == (1, len(chosen_tools)) and len(chosen_tools) < index.size
     assert [i for i, _ in fast] == [i for i, _ in exact]
     assert [s for _, s in fast] == pytest.approx([s for _, s in exact], abs=1e-6)
+
+
+def test_the_blocked_product_is_the_matrix_product() -> None:
+    from cartograph.index.corpus import PRODUCT_BLOCK, _product
+
+    rng = np.random.default_rng(5)
+    queries = rng.standard_normal((3, 16)).astype(np.float32)
+    rows = rng.standard_normal((PRODUCT_BLOCK // 48 * 3 + 7, 16)).astype(np.float32)  # 4 blocks
+
+    got = _product(queries, rows)
+
+    assert got.shape == (3, len(rows)) and got.flags.c_contiguous
+    assert np.allclose(got, queries @ rows.T, atol=1e-5)
+
+
+def test_scale_similarities_at_use_the_float32_sample_rows_exactly(index: ToolIndex) -> None:
+    # A float16 matrix (as served at scale): the sample's rows are kept as
+    # float32 at load; cosines at any mix of sample and other positions must
+    # equal the plain product, whichever way they are computed.
+    from dataclasses import replace
+
+    from cartograph.index.corpus import SAMPLE_TOOLS
+
+    rng = np.random.default_rng(7)
+    size = SAMPLE_TOOLS + 3000
+    matrix = rng.standard_normal((size, 8)).astype(np.float16)
+    corpus = replace(
+        index.corpus,
+        tool_server=np.zeros(size, dtype=np.int64),
+        tool_names=tuple(f"t{i}" for i in range(size)),
+        tool_vectors=matrix,
+    )
+    queries = rng.standard_normal((3, 8)).astype(np.float32)
+    expected = queries @ matrix.astype(np.float32).T
+    sample = set(corpus.sample.tolist())
+    assert len(sample) == SAMPLE_TOOLS
+
+    for positions in (
+        np.arange(size),  # every sample row: one product over the kept block
+        np.array([1, 2, 3, int(corpus.sample[5]), size - 1]),  # a few: gathered
+        np.array([i for i in range(50) if i not in sample]),  # none
+    ):
+        got = corpus.tool_similarities_at(queries, positions.astype(np.int64))
+        assert np.allclose(got, expected[:, positions], atol=1e-5)

@@ -245,8 +245,12 @@ def _read_corpus(folder: Path, meta: dict[str, Any], embedder: Embedder) -> Corp
         servers=servers,
         tool_server=tool_server.astype(np.int64, copy=False),
         tool_names=names,
-        # Memory-mapped float16 at scale, as a fresh build serves it (serving_matrix).
-        tool_vectors=vectors if size >= LARGE_CORPUS_TOOLS else np.asarray(vectors, np.float32),
+        # Memory-mapped float16 at scale, as a fresh build serves it (serving_matrix);
+        # a plain ndarray view of the mapping: np.memmap's Python-level __getitem__
+        # and result wrapping cost more than gathering a query's rows.
+        tool_vectors=np.asarray(vectors)
+        if size >= LARGE_CORPUS_TOOLS
+        else np.asarray(vectors, np.float32),
         centroids=np.load(folder / "centroids.npy", allow_pickle=False),
         lexical=LexicalFields(
             **fields,

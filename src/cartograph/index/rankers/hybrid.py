@@ -36,8 +36,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from cartograph.index.corpus import IntArray
-from cartograph.index.lexical import Scores
+from cartograph.index.corpus import SAMPLE_TOOLS, IntArray
+from cartograph.index.lexical import Scores, weighted_scores
 from cartograph.index.rankers.base import QueryContext, Ranking, top, unit_max, unit_range
 
 Matrix = npt.NDArray[np.float64]
@@ -80,27 +80,33 @@ class Features:
     server_lexical: Matrix
     server_dense: Matrix | None
     tool_server: IntArray
+    lexical: Matrix | None = None
+    """The field-weighted BM25 (:func:`lexical_scores`) when already summed; the
+    fields above are then left out (None)."""
 
-    def restricted(self, positions: IntArray, dense: Matrix | None) -> Features:
-        """The same signals for the tools at ``positions`` only, with their ``dense`` cosines."""
+    def restricted(self, positions: IntArray, dense: Matrix | None, p: HybridParams) -> Features:
+        """The signals for the tools at ``positions`` only, with their ``dense`` cosines.
 
-        def cut(m: Matrix | None) -> Matrix | None:
-            return None if m is None else m[:, positions]
-
+        The lexical fields are summed (weighted by ``p``) before they are cut:
+        one units × positions matrix instead of one per field.
+        """
+        summed = self.lexical if self.lexical is not None else lexical_scores(self, p)
         return Features(
-            full=cut(self.full),
-            purpose=cut(self.purpose),
-            name=cut(self.name),
-            arguments=cut(self.arguments),
-            examples=cut(self.examples),
+            full=None,
+            purpose=None,
+            name=None,
+            arguments=None,
+            examples=None,
             dense=dense,
             server_lexical=self.server_lexical,
             server_dense=self.server_dense,
             tool_server=self.tool_server[positions],
+            lexical=summed[:, positions],
         )
 
 
 _TOOL_FIELDS = ("full", "purpose", "name", "arguments", "examples")
+_NO_FIELDS = {f"{field}_weight": 0.0 for field in _TOOL_FIELDS}
 
 
 def units_of(ctx: QueryContext) -> list[Sequence[str]]:
@@ -110,15 +116,25 @@ def units_of(ctx: QueryContext) -> list[Sequence[str]]:
 
 
 def features(
-    ctx: QueryContext, *, use_dense: bool = True, params: HybridParams | None = None
+    ctx: QueryContext,
+    *,
+    use_dense: bool = True,
+    params: HybridParams | None = None,
+    summed: bool = False,
 ) -> Features:
     """Compute every signal the hybrid combines, for the task and each step.
 
     With ``params``, fields whose weight is zero are not scored at all (the
-    defaults weight five of the seven BM25 indexes).
+    defaults weight five of the seven BM25 indexes); with ``summed`` too, only
+    their weighted sum is computed (:attr:`Features.lexical`), not each field.
     """
     lex = ctx.corpus.lexical
     units = units_of(ctx)
+    if summed and params is not None:
+        weighted = [(getattr(lex, f), float(getattr(params, f"{f}_weight"))) for f in _TOOL_FIELDS]
+        lexical = np.vstack([weighted_scores(weighted, u) for u in units])
+        plain = features(ctx, use_dense=use_dense, params=replace(params, **_NO_FIELDS))
+        return replace(plain, lexical=lexical)
 
     def rows(field: str) -> Matrix | None:
         if params is not None and getattr(params, f"{field}_weight") == 0.0:
@@ -155,6 +171,8 @@ def unit_scores(f: Features, p: HybridParams) -> Matrix:
 
 def lexical_scores(f: Features, p: HybridParams) -> Matrix:
     """Field-weighted BM25 (units × tools): a weighted sum of each field's BM25."""
+    if f.lexical is not None:
+        return f.lexical
     out: Matrix | None = None
     for field in ("full", "purpose", "arguments", "name", "examples"):
         scores: Matrix | None = getattr(f, field)
@@ -224,7 +242,7 @@ PREFILTER_SERVERS: Final = 96
 # Plus tools spread evenly over the index: the dense cosines are normalised by
 # their range per unit, and the candidates alone (all close to the task) would
 # narrow it; an even sample brings its low end close to the whole index's.
-PREFILTER_SAMPLE: Final = 4096
+PREFILTER_SAMPLE: Final = SAMPLE_TOOLS
 
 
 def candidates(ctx: QueryContext, f: Features, p: HybridParams) -> IntArray:
@@ -247,8 +265,14 @@ def candidates(ctx: QueryContext, f: Features, p: HybridParams) -> IntArray:
     best_servers = np.argpartition(-server, width - 1)[:width] if width else server[:0]
     picks.append(ctx.corpus.tools_of(best_servers.astype(np.int64)))
     size = ctx.corpus.size
-    picks.append(np.linspace(0, size - 1, min(PREFILTER_SAMPLE, size)).astype(np.int64))
-    out: IntArray = np.unique(np.concatenate(picks))
+    if PREFILTER_SAMPLE == SAMPLE_TOOLS:
+        picks.append(ctx.corpus.sample)  # its rows are kept float32 (Corpus.sample)
+    else:
+        picks.append(np.linspace(0, size - 1, min(PREFILTER_SAMPLE, size)).astype(np.int64))
+    chosen = np.zeros(size, dtype=bool)  # a mask, not np.unique: no sort of the picks
+    for pick in picks:
+        chosen[pick] = True
+    out: IntArray = np.flatnonzero(chosen).astype(np.int64)
     return out
 
 
@@ -282,12 +306,12 @@ class HybridRanker:
         return combine(f, self.params, depth, k)
 
     def _rank_prefiltered(self, ctx: QueryContext, depth: int, k: int) -> Ranking:
-        lexical = features(ctx, use_dense=False, params=self.params)
+        lexical = features(ctx, use_dense=False, params=self.params, summed=True)
         steps = lexical.server_lexical.shape[0] > 1
         vectors = ctx.vectors() if steps else ctx.whole_vector()[None, :]
         server_dense = ctx.corpus.server_similarities(vectors).astype(np.float64)
         lexical = replace(lexical, server_dense=server_dense)
         positions = candidates(ctx, lexical, self.params)
         dense = ctx.similarities_at(positions, steps=steps).astype(np.float64)
-        ranked = combine(lexical.restricted(positions, dense), self.params, depth, k)
+        ranked = combine(lexical.restricted(positions, dense, self.params), self.params, depth, k)
         return [(int(positions[i]), score) for i, score in ranked]
