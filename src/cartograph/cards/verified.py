@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from cartograph import error_codes as codes
-from cartograph.cards.canonical import check_value
+from cartograph.cards.canonical import canonical_bytes, check_value, sha256_hex
 from cartograph.cards.model import Card, ToolCard
 from cartograph.cards.signing import Verification, body_digest, parse_card
 from cartograph.errors import CardError, CardFormatError, SignatureError
@@ -50,6 +50,11 @@ def fingerprint(model: BaseModel, *, exclude: set[str] | None = None) -> str:
     """
     value = model.model_dump(mode="json", exclude=exclude)
     check_value(value)
+    return _checked_fingerprint(value)
+
+
+def _checked_fingerprint(value: Any) -> str:
+    """:func:`fingerprint` of a JSON value that already passed ``check_value``."""
     text = json.dumps(
         value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")
     )
@@ -109,18 +114,29 @@ class VerifiedCards(Mapping[str, Card]):
         return out
 
     def _admit(self, card: Card, proof: Verification) -> None:
-        if proof.server != card.server or proof.digest != body_digest(card.body):
+        # One JSON value of the body serves the digest and every fingerprint:
+        # canonicalising it applies the strict value checks to all of it, so
+        # the header's and each tool's fingerprint is its part of that value
+        # (what fingerprint() computes from the model, without 1 + tools more
+        # dumps and checks: a card is admitted on its first discover answer).
+        body = card.body.json_dict()
+        if proof.server != card.server or proof.digest != sha256_hex(canonical_bytes(body)):
             raise SignatureError(
                 f"card for {card.server!r} does not match its verification record",
                 code=codes.CARD_NOT_INTACT,
                 server=card.server,
             )
-        self._pool.compact(card)
+        tools = body.pop("tools")
+        header = _checked_fingerprint(body)
+        prints = {
+            t.name: _checked_fingerprint(v) for t, v in zip(card.body.tools, tools, strict=True)
+        }
+        self._pool.compact(card)  # changes no value: the fingerprints stay what they are
         self._cards[card.server] = card
         self._proofs[card.server] = proof
         self._signatures[card.server] = _signature_fields(card)
-        self._headers[card.server] = fingerprint(card.body, exclude={"tools"})
-        self._tools[card.server] = {t.name: fingerprint(t) for t in card.body.tools}
+        self._headers[card.server] = header
+        self._tools[card.server] = prints
 
     def _materialise(self, server: str) -> None:
         """Parse a pinned card: the same bytes as at load, the body the manifest signed."""
