@@ -239,6 +239,7 @@ def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[s
         "peak_rss_build_mb": round(peak_rss_mb(), 1),
         "methods": {m: _time_discover(index, cards, tasks, m) for m in methods},
     }
+    row["rank_cpu_p50_ms"] = _rank_cpu_p50(index, tasks)
     row["agreement"] = _prefilter_agreement(index, tasks)
     row["rss_end_mb"] = round(rss_mb(), 1)
     row["peak_rss_mb"] = round(peak_rss_mb(), 1)
@@ -252,6 +253,24 @@ def _verify_manifest(store: Any, trust: Any) -> None:
     except ImportError:
         return
     read_manifest(store, trust)
+
+
+def _rank_cpu_p50(index: Any, tasks: list[str]) -> float:
+    """CPU p50 of the default ranker alone (query embedding and confidence included).
+
+    ``discover`` also reads each answered tool's verified card, which after a
+    restart is parsed on its first use (manifest-pinned cards); by now the
+    methods above have parsed every card these tasks answer with, so this is
+    what a query costs once its servers' cards were read, the steady state.
+    """
+    cpu = []
+    for task in tasks:
+        start = time.process_time()
+        ctx = index.context(task)
+        index.rank(ctx, 5)
+        ctx.best_similarity()
+        cpu.append((time.process_time() - start) * 1000)
+    return round(statistics.median(cpu), 2)
 
 
 def _prefilter_agreement(index: Any, tasks: list[str]) -> dict[str, float] | None:
@@ -370,6 +389,11 @@ def markdown(result: dict[str, Any]) -> str:
                 f"| {row['verify_s']} | {row['load_s']} | {row['index_build_s']} "
                 f"| {row['startup_s']} | {row['peak_rss_mb']} | {method} | {t['p50_ms']} "
                 f"| {t['p99_ms']} | {t['cpu_p50_ms']} |"
+            )
+        if row.get("rank_cpu_p50_ms") is not None:
+            lines.append(
+                f"| {row['source']} | {row['scale']} | ranking alone (answered cards read), "
+                f"CPU p50 {row['rank_cpu_p50_ms']} ms |"
             )
         if row.get("agreement"):
             lines.append(

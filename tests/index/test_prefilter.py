@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -148,7 +149,7 @@ def test_scale_similarities_at_use_the_float32_sample_rows_exactly(index: ToolIn
 
     rng = np.random.default_rng(7)
     size = SAMPLE_TOOLS + 3000
-    matrix = rng.standard_normal((size, 8)).astype(np.float16)
+    matrix: Any = rng.standard_normal((size, 8)).astype(np.float16)  # served as float16
     corpus = replace(
         index.corpus,
         tool_server=np.zeros(size, dtype=np.int64),
