@@ -189,7 +189,9 @@ def tasks_for(scale: str, count: int) -> list[str]:
     return [q.query for q in load_queries(bench_dir() / "livemcpbench" / "queries.jsonl")][:count]
 
 
-def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[str, Any]:
+def measure(
+    scale: str, state: Path, queries: int, methods: list[str], agreement: bool = True
+) -> dict[str, Any]:
     from discover_latency import _time_discover
 
     rss_start = rss_mb()
@@ -240,7 +242,7 @@ def measure(scale: str, state: Path, queries: int, methods: list[str]) -> dict[s
         "methods": {m: _time_discover(index, cards, tasks, m) for m in methods},
     }
     row["rank_cpu_p50_ms"] = _rank_cpu_p50(index, tasks)
-    row["agreement"] = _prefilter_agreement(index, tasks)
+    row["agreement"] = _prefilter_agreement(index, tasks) if agreement else None
     row["rss_end_mb"] = round(rss_mb(), 1)
     row["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return row
@@ -330,6 +332,7 @@ def run_all(
     methods: str,
     sources: dict[str, Path | None],
     runs: int = 1,
+    agreement: bool = True,
 ) -> dict[str, Any]:
     rows = []
     for scale in scales:
@@ -348,6 +351,7 @@ def run_all(
                 print(f"[{name}] measuring {scale}, run {run + 1}/{runs} …", file=sys.stderr)
                 state = root / name / scale
                 args = ["--child", scale, "--state-dir", str(state), "--queries", str(queries)]
+                args += [] if agreement else ["--no-agreement"]
                 measured[name].append(_child([*args, "--methods", methods], src))
         for name, runs_of in measured.items():
             rows.append({"source": name, "runs": len(runs_of), **_median_row(runs_of)})
@@ -421,12 +425,25 @@ def main() -> int:
     parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
     parser.add_argument("--state-dir", type=Path, help="where stores and caches go (default: temp)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
+    parser.add_argument(
+        "--no-agreement",
+        action="store_true",
+        help="skip the prefilter-vs-exact comparison (100k: one exact ranking per task)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(
-            json.dumps(measure(args.child, args.state_dir, args.queries, args.methods.split(",")))
+            json.dumps(
+                measure(
+                    args.child,
+                    args.state_dir,
+                    args.queries,
+                    args.methods.split(","),
+                    agreement=not args.no_agreement,
+                )
+            )
         )
         return 0
     if args.prepare:
@@ -441,6 +458,7 @@ def main() -> int:
             args.methods,
             _sources(args.src),
             args.runs,
+            agreement=not args.no_agreement,
         )
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     return 0
