@@ -13,8 +13,14 @@ the scriptable upstream's ``echo`` tagged with its own ``traceparent``.
    Reported: errors the clients saw (each retried), and the audit check —
    every answered call has exactly one record in PostgreSQL.
 
+Every failed attempt is grouped by its cause: phase (initialize, list, call),
+exception type, JSON-RPC code, Cartograph's (or the balancer's) code, the HTTP
+status the client got, and the message; counted by what the client was told (a
+code, a dropped connection, nothing); and HAProxy's log of the requests that did
+not end well is summarised per replica (``--keep`` keeps all the logs).
+
     .venv/bin/python benchmarks/fleet_load.py                # 50 clients x 100 calls
-    .venv/bin/python benchmarks/fleet_load.py --clients 10 --calls 20 --json
+    .venv/bin/python benchmarks/fleet_load.py --clients 20 --calls 50 --keep --json
 """
 
 from __future__ import annotations
@@ -189,8 +195,12 @@ def main() -> None:
         print(f"  client errors {f['failed_attempts']}; audit {f['audit']}")
     for run in [*report["throughput"], *([report["faults"]] if "faults" in report else [])]:
         label = "faults" if "events" in run else f"{run['replicas']} replica(s)"
+        if run["errors"]:
+            print(f"  {label}: client was told {run['errors_by_clarity']}")
         for cause, count in run["errors"].items():
             print(f"  {label}: {count:5d} x {cause}")
+        for outcome, count in run["balancer"].items():
+            print(f"  {label}: HAProxy log {count:5d} x {outcome}")
     print(f"load average {report['load_average_before']} -> {report['load_average_after']}")
 
 
