@@ -13,22 +13,49 @@ import importlib.metadata
 import re
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 
 
-def imported_top_levels(package: Path) -> set[str]:
-    """Top-level module names imported anywhere under ``package`` (absolute imports only)."""
+def imported_modules(package: Path) -> set[str]:
+    """Dotted names imported anywhere under ``package`` (absolute imports only)."""
     found: set[str] = set()
     for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
-                found.update(alias.name.split(".")[0] for alias in node.names)
+                found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                found.add(node.module.split(".")[0])
+                # `from opentelemetry import trace` imports the module opentelemetry.trace
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found
+
+
+def owners_of(module: str, owners: Mapping[str, list[str]]) -> list[str]:
+    """The distributions that ship ``module``.
+
+    A namespace package (``opentelemetry``) is shared by many distributions; the
+    one that ships ``opentelemetry.sdk.trace`` is the one whose files hold
+    ``opentelemetry/sdk/trace/`` (or the deepest such folder that any holds).
+    """
+    top = module.split(".")[0]
+    dists = owners.get(top, [top])
+    if len(dists) <= 1:
+        return dists
+    parts = module.split(".")
+    for depth in range(len(parts), 1, -1):
+        folder = "/".join(parts[:depth])
+        shipping = [d for d in dists if _ships(d, folder)]
+        if shipping:
+            return shipping
+    return dists
+
+
+def _ships(dist: str, folder: str) -> bool:
+    files = importlib.metadata.files(dist) or []
+    return any(str(f).startswith(folder + "/") or str(f) == folder + ".py" for f in files)
 
 
 def declared() -> set[str]:
@@ -48,11 +75,12 @@ def _normal(name: str) -> str:
 
 
 def test_every_imported_distribution_is_declared_and_every_declared_one_imported() -> None:
-    third_party = (
-        imported_top_levels(ROOT / "src" / "cartograph")
-        - set(sys.stdlib_module_names)
-        - {"cartograph", "__future__"}
-    )
+    ours = {"cartograph", "__future__"}
+    third_party = {
+        module
+        for module in imported_modules(ROOT / "src" / "cartograph")
+        if module.split(".")[0] not in {*sys.stdlib_module_names, *ours}
+    }
     owners = importlib.metadata.packages_distributions()
-    imported = {_normal(dist) for module in third_party for dist in owners.get(module, [module])}
+    imported = {_normal(dist) for module in third_party for dist in owners_of(module, owners)}
     assert imported == declared()

@@ -56,6 +56,17 @@ EXPORTS: dict[str, list[str]] = {
         "generate_stubs",
         "write_stubs",
     ],
+    "cartograph.telemetry": [
+        "JsonFormatter",
+        "Tracing",
+        "annotate",
+        "finish",
+        "inject",
+        "parent_from",
+        "request_fields",
+        "span",
+        "start_tracing",
+    ],
     "cartograph.upstream": [
         "FederationResult",
         "ServerReport",

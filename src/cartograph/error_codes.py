@@ -479,5 +479,13 @@ ADMIN_REQUIRED: Final = _code(
     "admin_required", "POST /admin/reload needs a token whose entry has admin = true"
 )
 
+# --- traces and structured logs ([telemetry], [logging]; docs/fleet.md) -------------------
+OTEL_NOT_INSTALLED: Final = _code(
+    "otel_not_installed", "traces are asked for but cartograph[otel] is not installed"
+)
+TELEMETRY_ENDPOINT: Final = _code(
+    "telemetry_endpoint", "the OTLP endpoint (file or OTEL_* variable) is not an http(s) URL"
+)
+
 REGISTRY: Final[Mapping[str, str]] = MappingProxyType(_MEANINGS)
 """Every code, mapped to its one-line meaning."""

@@ -32,6 +32,8 @@ class ServeProcess:
 
     process: subprocess.Popen[bytes]
     base: str
+    stderr: bytearray
+    """Everything serve wrote on stderr so far (complete once the process has exited)."""
 
     @property
     def mcp(self) -> str:
@@ -59,11 +61,12 @@ def serve_http(config: Path, *extra: str, ready_timeout: float = 90.0) -> Iterat
     )
     assert process.stderr is not None
     drainer: threading.Thread | None = None
+    said = bytearray()
     try:
-        base = _announced_url(process.stderr.fileno(), process, ready_timeout)
-        drainer = threading.Thread(target=process.stderr.read, daemon=True)
+        base = _announced_url(process.stderr.fileno(), process, ready_timeout, said)
+        drainer = threading.Thread(target=_drain, args=(process.stderr.fileno(), said), daemon=True)
         drainer.start()
-        yield ServeProcess(process, base)
+        yield ServeProcess(process, base, said)
     finally:
         if process.poll() is None:
             process.kill()
@@ -73,12 +76,18 @@ def serve_http(config: Path, *extra: str, ready_timeout: float = 90.0) -> Iterat
         process.stderr.close()
 
 
-ANNOUNCED = re.compile(rb"cartograph serving on (http://\S+)")
+ANNOUNCED = re.compile(rb'cartograph serving on (http://[^\s"]+)')
+"""The announcement, as a text line or inside a JSON log line (``--log-format json``)."""
 
 
-def _announced_url(fd: int, process: subprocess.Popen[bytes], limit: float) -> str:
+def _drain(fd: int, said: bytearray) -> None:
+    """Keep reading stderr so the pipe never fills; keep what was said."""
+    while chunk := os.read(fd, 65536):
+        said += chunk
+
+
+def _announced_url(fd: int, process: subprocess.Popen[bytes], limit: float, said: bytearray) -> str:
     """Read stderr until serve announces its URL; fail with what it said if it exits first."""
-    said = b""
     while (found := ANNOUNCED.search(said)) is None:
         ready, _, _ = select.select([fd], [], [], limit)
         chunk = os.read(fd, 65536) if ready else b""

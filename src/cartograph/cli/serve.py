@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from cartograph.config.catalogs import ResolvedCatalog
     from cartograph.config.model import Config
     from cartograph.server.runtime import CatalogRuntime
+    from cartograph.telemetry.tracing import Tracing
 
 ModeOption = Annotated[
     str | None,
@@ -131,20 +133,57 @@ async def start_runtime(
     )
 
 
-def _setup_logging(debug: bool) -> None:
+class LogFormat(StrEnum):
+    """``--log-format``: lines for people, or one JSON object per line for a collector."""
+
+    text = "text"
+    json = "json"
+
+
+def _setup_logging(debug: bool, log_format: str = "text") -> None:
     """Everything to stderr: in stdio mode stdout belongs to JSON-RPC (P-STDIO-1).
 
     The level sits on the handler, not only the root logger: a library that
     sets its own logger to DEBUG (bm25s does, on import) would otherwise print
-    every debug line of every index build.
+    every debug line of every index build. In ``json`` format Python warnings
+    are logged too, so every stderr line parses.
     """
+    from cartograph.telemetry.logs import formatter
+
     level = logging.DEBUG if debug else logging.WARNING
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(level)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(formatter(log_format))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    logging.captureWarnings(log_format == "json")
+
+
+def _with_log_format(config: Config, log_format: LogFormat | None) -> Config:
+    """``--log-format`` over ``[logging] format``."""
+    if log_format is None:
+        return config
+    settings = config.logging.model_copy(update={"format": log_format.value})
+    return config.model_copy(update={"logging": settings})
+
+
+def _start_tracing(config: Config) -> Tracing | None:
+    """Tracing as ``[telemetry]`` and the standard OTEL_* variables ask (None: off)."""
+    import os
+
+    from cartograph.telemetry.tracing import disabled, start_tracing
+
+    settings = config.telemetry
+    if not settings.traces or disabled(os.environ):
+        return None
+    return start_tracing(
+        endpoint=settings.endpoint,
+        service_name=settings.service_name,
+        sample_ratio=settings.sample_ratio,
+        timeout=settings.export_timeout,
+        environ=os.environ,
+    )
 
 
 @app.command()
@@ -168,12 +207,42 @@ def serve(
     state_dir: Annotated[
         Path | None, typer.Option("--state-dir", help="State directory (default: the config's).")
     ] = None,
+    log_format: Annotated[
+        LogFormat | None,
+        typer.Option(
+            "--log-format",
+            help="Log lines on stderr: text, or json (one object per line). "
+            "Default: [logging] format, else text.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the proxy's three tools (discover, status, call) over stdio or HTTP."""
-    _setup_logging(debug)
-    config = _load(config_path, mode)
+    _setup_logging(debug, log_format.value if log_format is not None else "text")
+    config = _with_log_format(_load(config_path, mode), log_format)
+    if log_format is None and config.logging.format != "text":
+        _setup_logging(debug, config.logging.format)
     if state_dir is not None:
         config = config.model_copy(update={"state_dir": state_dir})
+    tracing = _start_tracing(config)
+    try:
+        _serve(
+            config, http, host, port, mount_mode, allow_remote, catalog_name, unsafe_throwaway_key
+        )
+    finally:
+        if tracing is not None:
+            tracing.shutdown()  # flush the spans still batched
+
+
+def _serve(
+    config: Config,
+    http: bool,
+    host: str | None,
+    port: int | None,
+    mount_mode: str | None,
+    allow_remote: bool,
+    catalog_name: str | None,
+    unsafe_throwaway_key: bool,
+) -> None:
     if http:
         from cartograph.server.http import serve_http
 
@@ -184,7 +253,7 @@ def serve(
             mount_mode=mount_mode,
             allow_remote=allow_remote,
             unsafe_throwaway_key=unsafe_throwaway_key,
-            on_ready=announce_url,
+            on_ready=announce_json if config.logging.format == "json" else announce_url,
         )
         return
     from cartograph.server.stdio import serve_stdio
@@ -211,6 +280,13 @@ def announce_url(base: str) -> None:
         highlight=False,
         soft_wrap=True,
     )
+
+
+def announce_json(base: str) -> None:
+    """:func:`announce_url` as a JSON log line, whatever the level (every stderr line parses)."""
+    from cartograph.telemetry.logs import emit
+
+    emit(logging.getLogger("cartograph.serve"), logging.INFO, f"cartograph serving on {base}")
 
 
 @app.command("call")

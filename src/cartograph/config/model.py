@@ -330,6 +330,37 @@ class StorageConfig(_Section):
     timeout: Seconds = DEFAULT_DB_TIMEOUT
 
 
+DEFAULT_EXPORT_TIMEOUT: Final = 10.0
+"""Seconds one OTLP export may take; exports run in a background thread, never on a request."""
+
+
+class TelemetryConfig(_Section):
+    """OpenTelemetry traces (``cartograph.telemetry``; the extra ``cartograph[otel]``).
+
+    Off by default. ``traces = true`` exports one span per MCP request, with
+    child spans for ``discover`` and each upstream call, over OTLP/HTTP. Where
+    ``endpoint`` or ``service_name`` is left out, the standard variables
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` and
+    ``OTEL_SERVICE_NAME`` fill in (docs/config.md).
+    """
+
+    traces: bool = False
+    endpoint: str | None = Field(default=None, pattern=r"^https?://[^/\s]+", max_length=2048)
+    service_name: str | None = Field(default=None, min_length=1, max_length=256)
+    sample_ratio: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    """Share of new traces kept; a request whose caller sampled its trace follows the caller."""
+    export_timeout: Seconds = DEFAULT_EXPORT_TIMEOUT
+
+
+LogFormat = Literal["text", "json"]
+
+
+class LoggingConfig(_Section):
+    """How ``serve`` writes log lines on stderr: ``text`` for people, ``json`` for collectors."""
+
+    format: LogFormat = "text"
+
+
 class TokenConfig(_Section):
     """A bearer token (read from an environment variable) mapped to a principal."""
 
@@ -452,6 +483,8 @@ class Config(_Section):
     http: HttpConfig = Field(default_factory=HttpConfig)
     rift: RiftConfig = Field(default_factory=RiftConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
     catalogs: tuple[CatalogConfig, ...] = ()
 
     @model_validator(mode="after")

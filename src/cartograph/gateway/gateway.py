@@ -23,6 +23,7 @@ from typing import Any, Final, TypeVar
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult
+from opentelemetry.trace import Span
 
 from cartograph import error_codes as codes
 from cartograph.config.model import GatewayConfig, ServerConfig
@@ -47,6 +48,8 @@ from cartograph.gateway.pool import (
     default_opener,
 )
 from cartograph.gateway.results import limit_result, redact_error_result
+from cartograph.telemetry import finish, span
+from cartograph.telemetry.spans import OUTCOME_OK, TOOL_ERROR
 
 DEADLINE_MARGIN: Final = 0.5
 """Slack on top of a server's call_timeout before the gateway's own deadline fires."""
@@ -165,7 +168,9 @@ class Gateway:
                 tool, arguments, timeout=cfg.call_timeout, progress_callback=progress_callback
             )
 
-        result = await self._guarded(cfg, invoke, client=client, what=tool, admit=tool)
+        with upstream_span(cfg, "tools/call", tool) as current:
+            result = await self._guarded(cfg, invoke, client=client, what=tool, admit=tool)
+            finish(current, TOOL_ERROR if result.is_error else OUTCOME_OK)
         return limit_result(
             redact_error_result(result, self.redactor), self.settings.max_result_bytes
         )
@@ -180,9 +185,12 @@ class Gateway:
         upstream that answers "no" (:class:`UpstreamRefused`) is healthy: that
         does not count against its breaker.
         """
-        return await self._guarded(
-            self._server(server), operation, client=client, what=what, admit=None
-        )
+        cfg = self._server(server)
+        method, _, name = what.partition(" ")
+        with upstream_span(cfg, method, name or None) as current:
+            answer = await self._guarded(cfg, operation, client=client, what=what, admit=None)
+            finish(current, OUTCOME_OK)
+            return answer
 
     async def _guarded(
         self,
@@ -393,6 +401,24 @@ async def _invoke(session: Upstream, cfg: ServerConfig, operation: Operation[_T]
             tool=what,
             timeout=cfg.call_timeout,
         ) from None
+
+
+@contextmanager
+def upstream_span(cfg: ServerConfig, method: str, tool: str | None) -> Iterator[Span]:
+    """The upstream request's span: breaker, queue, session open and the call itself.
+
+    A child of the request span; the MCP SDK's own client span (whose context
+    reaches the upstream in ``_meta`` and, over HTTP, the ``traceparent``
+    header) is a child of this one.
+    """
+    facts = {
+        "mcp.method.name": method,
+        "cartograph.server": cfg.name,
+        "cartograph.tool": tool,
+        "cartograph.transport": cfg.transport,
+    }
+    with span(f"upstream {method}", facts) as current:
+        yield current
 
 
 def pool_limits(settings: GatewayConfig) -> PoolLimits:

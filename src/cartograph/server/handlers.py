@@ -57,6 +57,8 @@ from cartograph.server.passthrough import (
 )
 from cartograph.server.runtime import CatalogRuntime, policy_allows
 from cartograph.server.tools import CALL, DISCOVER, MAX_K, PROXY_TOOLS, STATUS, proxy_tool
+from cartograph.telemetry import annotate, finish, span
+from cartograph.telemetry.spans import OUTCOME_OK
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +157,7 @@ class ProxyHandlers:
     # -- listing ---------------------------------------------------------------
 
     def list_tools(self) -> list[Tool]:
+        annotate(catalog=self.catalog)
         return [proxy_tool(name, prefix=self.tool_prefix) for name in self._exposed]
 
     def instructions(self) -> str:
@@ -203,6 +206,7 @@ class ProxyHandlers:
         progress = progress if progress is not None else context.progress
         started = time.perf_counter()
         record = _Pending(proxy_tool=name, arguments=arguments, trace=context.trace)
+        annotate(catalog=self.catalog)
         try:
             result = await self._dispatch(
                 name, arguments or {}, principal, client, progress, record
@@ -249,6 +253,7 @@ class ProxyHandlers:
                 code=codes.UNKNOWN_PROXY_TOOL,
             )
         record.proxy_tool = bare
+        annotate(proxy_tool=bare)
         if bare == DISCOVER:
             return await self._discover(arguments, record)
         if bare == STATUS:
@@ -286,7 +291,23 @@ class ProxyHandlers:
                 structured_content=discover_structured(found),
             )
 
-        return await run_cpu(rank, workers=settings.cpu_workers)
+        asked: dict[str, str | int] = {
+            "cartograph.catalog": self.catalog,
+            "cartograph.discover.k": k or settings.default_k,
+        }
+        with span("discover", asked) as current:
+            result = await run_cpu(rank, workers=settings.cpu_workers)
+            found = record.found
+            if found is not None:  # counts only: the task text is the caller's argument
+                current.set_attributes(
+                    {
+                        "cartograph.discover.abstained": found.abstained,
+                        "cartograph.discover.candidates": len(found.tools),
+                        "cartograph.discover.confidence": found.confidence,
+                    }
+                )
+            finish(current, OUTCOME_OK)
+        return result
 
     def _status(self, arguments: dict[str, Any]) -> CallToolResult:
         """Totals and problems by default; every server with ``detail`` (status_view)."""
@@ -314,6 +335,7 @@ class ProxyHandlers:
     ) -> CallToolResult:
         meta = repair_meta_call(arguments, self._known)
         record.target(meta)
+        annotate(server=meta.server, tool=meta.tool)
         if self.audit.degraded:  # fail closed before any upstream I/O (docs/fleet.md)
             await anyio.to_thread.run_sync(self.audit.admit)
         if not policy_allows(self.policy, meta.server, meta.tool):
@@ -452,6 +474,7 @@ class ProxyHandlers:
         """One authorization decision and one audit record, as for a proxy tool call."""
         started = time.perf_counter()
         outcome = "cancelled"
+        annotate(catalog=self.catalog)
         try:
             if self.authorize is not None:
                 self.authorize(principal, self.catalog, record.proxy_tool)
@@ -462,6 +485,7 @@ class ProxyHandlers:
             outcome = exc.code
             raise _redact(exc, self.runtime) from None
         finally:
+            annotate(server=record.server, tool=record.tool)
             self._audit_outcome(record, principal, outcome, started)
 
     def _audit_outcome(

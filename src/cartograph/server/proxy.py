@@ -44,6 +44,7 @@ from cartograph.gateway.pool import SESSIONLESS_CLIENT
 from cartograph.gateway.results import error_result
 from cartograph.server.handlers import CALL_CONTEXT, CallContext, ContentSurface, ToolSurface
 from cartograph.server.notify import ChangeNotifier, remembering
+from cartograph.server.tracing import install as install_request_spans
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +153,7 @@ def build_proxy_server(
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+    install_request_spans(server.middleware)
     if _serves_content(handlers):
         _add_content(server, handlers, context)
         notifier = ChangeNotifier()

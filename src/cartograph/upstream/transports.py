@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from cartograph.config.model import ServerConfig
+from cartograph.telemetry import inject
 from cartograph.upstream import _stdio_lines
 
 _stdio_lines.install()  # before any stdio session: large replies read in linear time
@@ -67,8 +68,8 @@ async def _streamable_http(
 ) -> Transport:
     assert cfg.url is not None  # the loader guarantees a URL for HTTP transports
     timeout = httpx2.Timeout(cfg.connect_timeout, read=HTTP_READ_TIMEOUT)
-    http_client = create_mcp_http_client(
-        headers=dict(cfg.headers) or None, timeout=timeout, auth=auth
+    http_client = traced(
+        create_mcp_http_client(headers=dict(cfg.headers) or None, timeout=timeout, auth=auth)
     )
     await stack.enter_async_context(http_client)
     return streamable_http_client(cfg.url, http_client=http_client)
@@ -81,8 +82,37 @@ def _sse(cfg: ServerConfig, auth: httpx2.Auth | None) -> Transport:
         headers=dict(cfg.headers) or None,
         timeout=cfg.connect_timeout,
         sse_read_timeout=HTTP_READ_TIMEOUT,
+        httpx_client_factory=_traced_factory,
         auth=auth,
     )
+
+
+def traced(client: httpx2.AsyncClient) -> httpx2.AsyncClient:
+    """``client``, stamping each request with the W3C ``traceparent`` of the current span.
+
+    The SDK's session client lives as long as the upstream session, so per-call
+    headers cannot be passed to it; a request hook can. The SDK runs each
+    message's POST in the context of the task that sent the message, so the
+    current span there is the one of the call being made (its own client span,
+    a child of Cartograph's upstream-call span). No span, no header.
+    """
+    client.event_hooks = {
+        **client.event_hooks,
+        "request": [*client.event_hooks.get("request", []), _stamp_traceparent],
+    }
+    return client
+
+
+async def _stamp_traceparent(request: httpx2.Request) -> None:
+    inject(request.headers)
+
+
+def _traced_factory(
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    return traced(create_mcp_http_client(headers=headers, timeout=timeout, auth=auth))
 
 
 def stdio_command(cfg: ServerConfig) -> tuple[str, list[str]]:

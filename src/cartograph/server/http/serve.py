@@ -219,6 +219,11 @@ async def http_app(
             await anyio.to_thread.run_sync(audit.close)
 
 
+def _uvicorn_logging(config: Config) -> dict[str, Any]:
+    """JSON logs: uvicorn's loggers go through the root handler, not uvicorn's own format."""
+    return {"log_config": None} if config.logging.format == "json" else {}
+
+
 async def run_http(
     config: Config,
     *,
@@ -242,6 +247,7 @@ async def run_http(
                 log_level="warning",
                 lifespan="on",
                 timeout_graceful_shutdown=CLOSE_TIMEOUT,
+                **_uvicorn_logging(config),
             )
         )
         if on_ready is not None:
