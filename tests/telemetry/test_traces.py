@@ -22,13 +22,14 @@ import pytest
 from tests.http.support import mcp_client, serving
 from tests.servers.otlp import ReceivedSpan, Receiver, otlp_receiver
 from tests.servers.scriptable import HeaderLog, http_upstream
-from tests.servers.serving import serve_http
+from tests.servers.serving import free_port, serve_http
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 AGENT_SPAN = "00f067aa0ba902b7"
 AGENT_TRACEPARENT = f"00-{TRACE_ID}-{AGENT_SPAN}-01"
 CANARY_TASK = "canary-task-7f3a echo a message back"
 CANARY_MESSAGE = "canary-argument-91c2"
+SECRET = "secret-upstream-token-5d1e"
 SERVER_KIND = 2  # OTLP Span.SpanKind: SPAN_KIND_SERVER
 
 
@@ -49,6 +50,7 @@ def write_config(tmp_path: Path, upstream: str, endpoint: str) -> Path:
                 "[servers.echo]",
                 f'url = "{upstream}"',
                 'transport = "streamable-http"',
+                'headers = { Authorization = "Bearer ${TRACED_UPSTREAM_TOKEN}" }',
                 "",
             ]
         ),
@@ -77,6 +79,7 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traced]:
         otlp_receiver() as receiver,
     ):
         env.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")  # export batches quickly
+        env.setenv("TRACED_UPSTREAM_TOKEN", SECRET)
         config = write_config(tmp_path, f"{base}/mcp", receiver.endpoint)
         with serve_http(config, "--log-format", "json", "--debug") as served:
             anyio.run(drive, served.base)
@@ -167,6 +170,14 @@ def test_no_argument_value_reaches_a_span(
     assert "canary" not in everything
 
 
+@pytest.mark.promise("P-LOG-1")
+def test_the_upstream_credential_reaches_neither_a_span_nor_a_json_log_line(traced: Traced) -> None:
+    assert any(r.get("authorization") == f"Bearer {SECRET}" for r in traced.upstream.requests)
+    spans = traced.receiver.spans
+    assert SECRET not in json.dumps([[s.name, s.attributes, s.resource] for s in spans])
+    assert SECRET not in traced.stderr.decode("utf-8")  # --debug included
+
+
 def test_with_json_logs_every_stderr_line_is_one_json_object(traced: Traced) -> None:
     lines = traced.stderr.decode("utf-8").splitlines()
     assert traced.exit_code == 0
@@ -184,3 +195,14 @@ def test_json_log_lines_inside_a_request_carry_its_id_catalog_and_trace(traced: 
     assert in_request
     assert {p["trace_id"] for p in in_request} == {TRACE_ID}
     assert any(p.get("catalog") == "default" and p.get("server") == "echo" for p in in_request)
+
+
+def test_with_the_collector_down_requests_are_still_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACED_UPSTREAM_TOKEN", SECRET)
+    log = HeaderLog()
+    with serving(http_upstream(log)) as base:
+        nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens: every export fails
+        with serve_http(write_config(tmp_path, f"{base}/mcp", nowhere)) as served:
+            anyio.run(drive, served.base)

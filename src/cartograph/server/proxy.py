@@ -45,6 +45,7 @@ from cartograph.gateway.results import error_result
 from cartograph.server.handlers import CALL_CONTEXT, CallContext, ContentSurface, ToolSurface
 from cartograph.server.notify import ChangeNotifier, remembering
 from cartograph.server.tracing import install as install_request_spans
+from cartograph.telemetry.spans import MAX_TRACEPARENT
 
 logger = logging.getLogger(__name__)
 
@@ -89,9 +90,6 @@ class ProxyServer(Server[Any]):
             prompts_changed=True, resources_changed=True
         )
         return super().create_initialization_options(changes, experimental_capabilities, extensions)
-
-
-MAX_TRACEPARENT: Final = 128
 
 
 def traceparent(params: CallToolRequestParams) -> str | None:
