@@ -67,6 +67,7 @@ class Traced:
     upstream: HeaderLog
     stderr: bytes
     exit_code: int
+    audit: list[dict[str, object]]
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,8 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traced]:
             assert receiver.wait_for(complete)
             served.signal(signal.SIGTERM)
             code = served.wait()
-        yield Traced(receiver, log, bytes(served.stderr), code)
+        audit = (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+        yield Traced(receiver, log, bytes(served.stderr), code, [json.loads(a) for a in audit])
 
 
 async def drive(base: str) -> None:
@@ -206,3 +208,10 @@ def test_with_the_collector_down_requests_are_still_answered(
         nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens: every export fails
         with serve_http(write_config(tmp_path, f"{base}/mcp", nowhere)) as served:
             anyio.run(drive, served.base)
+
+
+def test_the_audit_record_names_the_agents_traceparent_from_its_http_header(traced: Traced) -> None:
+    assert [(r["proxy_tool"], r["trace"]) for r in traced.audit] == [
+        ("discover", AGENT_TRACEPARENT),
+        ("call", AGENT_TRACEPARENT),
+    ]

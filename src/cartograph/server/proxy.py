@@ -92,10 +92,17 @@ class ProxyServer(Server[Any]):
         return super().create_initialization_options(changes, experimental_capabilities, extensions)
 
 
-def traceparent(params: CallToolRequestParams) -> str | None:
-    """The W3C ``traceparent`` a client put in the request's ``_meta`` (bounded), if any."""
+def traceparent(params: CallToolRequestParams, ctx: Ctx | None = None) -> str | None:
+    """The W3C ``traceparent`` of the request (bounded): its ``_meta``'s, else its HTTP header's.
+
+    The same precedence as the request span's parent (``server/tracing.py``), so an
+    audit record names the trace its span belongs to.
+    """
     meta = params.meta or {}
     value = meta.get("traceparent") if isinstance(meta, dict) else None
+    if not (isinstance(value, str) and value) and ctx is not None:
+        headers = getattr(ctx.request, "headers", None)
+        value = headers.get("traceparent") if headers is not None else None
     return value[:MAX_TRACEPARENT] if isinstance(value, str) and value else None
 
 
@@ -128,7 +135,7 @@ def build_proxy_server(
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(progress, total, message)
 
-        call = replace(context(ctx, progress), trace=traceparent(params))
+        call = replace(context(ctx, progress), trace=traceparent(params, ctx))
         token = CALL_CONTEXT.set(call)
         try:
             return await handlers.call_tool(
