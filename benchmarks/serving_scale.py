@@ -100,6 +100,7 @@ def prepare(scale: str, state: Path) -> dict[str, Any]:
         pass
     else:
         write_manifest(store, key, trust)
+    _save_key(state, key)
     written = time.perf_counter()
     del catalog, texts
     _fill_cache(state, trust, parts)
@@ -173,6 +174,83 @@ def _composed(model: Any, entries: Any, parts: dict[Any, Any]) -> dict[str, Any]
             n = unit[p.verb] + 1.5 * unit[p.obj] + 0.5 * unit[p.domain]
             table.setdefault(name_text, n / np.linalg.norm(n))
     return table
+
+
+# --- change: what an operator does between two restarts -------------------------
+
+BENCH_KEY = "bench-signing-key.pem"
+CHANGES = ("card", "server")
+
+
+def _save_key(state: Path, key: Any) -> None:
+    """Keep the signing key beside the store so a later step can re-attest one card."""
+    from cartograph.cards.keys import write_private_key
+
+    write_private_key(key, state / BENCH_KEY)
+
+
+def _bench_key(state: Path) -> Any:
+    """The store's signing key; a store prepared without one gets a new key, trusted."""
+    from cartograph.cards.keys import SigningKey, load_private_key
+    from cartograph.cards.trust import TrustedKey, load_trust, save_trust
+
+    path = state / BENCH_KEY
+    if path.exists():
+        return load_private_key(path)
+    key = SigningKey.generate()
+    trust = load_trust(state / "trust.toml")
+    save_trust(trust.with_key(TrustedKey(key.public)), state / "trust.toml")
+    _save_key(state, key)
+    return key
+
+
+def change(state: Path, what: str, run: int) -> dict[str, Any]:
+    """Re-attest one card with new text (``card``) or add one new server (``server``).
+
+    As ``cartograph bootstrap --server NAME`` does: the new card is signed and
+    written, then the manifest is re-signed over every card. ``run`` picks a
+    different card (or a new server name) on each run, so every measured
+    restart after it sees exactly one changed card.
+    """
+    import random
+
+    from synthetic_catalog import _server
+
+    from cartograph.cards.attest import build_body
+    from cartograph.cards.generators.template import TemplateGenerator
+    from cartograph.cards.manifest import write_manifest
+    from cartograph.cards.signing import sign_card
+    from cartograph.cards.store import CardStore
+    from cartograph.cards.trust import load_trust
+    from cartograph.catalog.model import ServerDef, ToolDef
+
+    started = time.perf_counter()
+    store, key = CardStore(state), _bench_key(state)
+    servers = store.servers()
+    if what == "card":
+        name = servers[(run * 7919) % len(servers)]
+        old = store.read(name)
+        tools = tuple(
+            ToolDef.model_validate(
+                {
+                    "name": t.name,
+                    "description": f"{t.description} (revision {run})",
+                    "inputSchema": t.input_schema,
+                }
+            )
+            for t in old.body.tools
+        )
+        server = ServerDef(name=name, description=old.body.capability.summary, tools=tools)
+        version = old.version + 1
+    else:
+        server, _ = _server(random.Random(run), 900_000 + run, 25)
+        version = 1
+    generator = TemplateGenerator()
+    text = generator.describe_all([server])[server.name]
+    with store.batch():
+        store.write(sign_card(build_body(server, text, generator.info, version=version), key))
+    write_manifest(store, key, load_trust(state / "trust.toml"))
+    return {"changed": what, "server": server.name, "s": round(time.perf_counter() - started, 1)}
 
 
 # --- measure: what serve does ---------------------------------------------------

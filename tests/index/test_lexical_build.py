@@ -6,13 +6,14 @@ these tests pin, and if the result is the index built from the joined texts.
 
 from __future__ import annotations
 
+import bm25s
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.index.entries import entries_from_cards
-from cartograph.index.lexical import FieldIndex, JaccardIndex
+from cartograph.index.lexical import BM25_B, BM25_K1, FieldIndex, JaccardIndex
 from cartograph.index.text import tokenize
 from tests.cards.conftest import small_catalog
 
@@ -62,3 +63,25 @@ def test_field_scores_are_bm25s_scores_summed_from_its_postings(
 
     assert got.dtype == np.float64 and got.shape == (len(documents),)
     assert np.allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_the_numpy_bm25_build_holds_exactly_the_score_matrix_bm25s_builds() -> None:
+    entries = entries_from_cards(attest_with_unsafe_throwaway_key(small_catalog()))
+    documents = [tokenize(f"{e.name} {e.description} {e.arguments}") for e in entries] + [[]]
+    reference = bm25s.BM25(k1=BM25_K1, b=BM25_B)
+    reference.index([d or ["\x00"] for d in documents], show_progress=False)
+    ours = FieldIndex(tokens=documents)._bm25
+
+    def column(index: bm25s.BM25, token: str) -> tuple[list[int], list[float]]:
+        at = index.vocab_dict.get(token)
+        if at is None:
+            return [], []
+        start, stop = index.scores["indptr"][at], index.scores["indptr"][at + 1]
+        data = index.scores["data"][start:stop]
+        return index.scores["indices"][start:stop].tolist(), data.tolist()
+
+    assert set(ours.vocab_dict) == set(reference.vocab_dict) - {""}
+    for token in set(reference.vocab_dict) - {""}:  # bm25s's "" has no column
+        assert column(ours, token) == column(reference, token), token
+    query = tokenize("read the file contents")
+    assert np.allclose(FieldIndex(tokens=documents).scores(query), reference.get_scores(query))

@@ -141,24 +141,28 @@ class VerifiedCards(Mapping[str, Card]):
     def _materialise(self, server: str) -> None:
         """Parse a pinned card: the same bytes as at load, the body the manifest signed."""
         pin = self._pending[server]
-        data = pin.read()
-        if hashlib.sha256(data).hexdigest() != pin.file_sha256:
-            raise SignatureError(
-                f"the card file for {server!r} changed after start-up; restart the proxy "
-                f"(or re-attest with `cartograph bootstrap --server {server}`)",
-                code=codes.CARD_NOT_INTACT,
-                server=server,
-            )
-        card = parse_card(data)
-        if card.server != server or card.signature.key_id != pin.proof.key_id:
-            raise SignatureError(
-                f"card for {server!r} does not match its manifest entry; "
-                f"re-attest with `cartograph bootstrap --server {server}`",
-                code=codes.CARD_SERVER_MISMATCH,
-                server=server,
-            )
-        self._admit(card, pin.proof)
+        self._admit(_parse_pinned(server, pin), pin.proof)
         self._pending.pop(server, None)
+
+    def read_intact(self, server: str) -> Card:
+        """``server``'s card, checked as :meth:`ensure_intact` checks it, not kept parsed.
+
+        An index build reads each card it has to re-index once; keeping every
+        pinned card's object graph afterwards was most of a rebuild's peak
+        memory at 100k tools (issue 12). A card already parsed is re-checked
+        in place.
+        """
+        pin = self._pending.get(server)
+        if pin is None:
+            return self.ensure_intact(server)
+        card = _parse_pinned(server, pin)
+        try:
+            intact = body_digest(card.body) == pin.proof.digest
+        except CardFormatError:
+            intact = False
+        if not intact:
+            raise _not_intact(server)
+        return card
 
     def __getitem__(self, server: str) -> Card:
         if server in self._pending:
@@ -331,6 +335,27 @@ class _SharedValues:
         if type(text) is not str or len(text) > _SHARED_STR_LEN:
             return text
         return self._strings.setdefault(text, text)
+
+
+def _parse_pinned(server: str, pin: PinnedCard) -> Card:
+    """A pinned card's file parsed: still the bytes the manifest pins, naming its signer."""
+    data = pin.read()
+    if hashlib.sha256(data).hexdigest() != pin.file_sha256:
+        raise SignatureError(
+            f"the card file for {server!r} changed after start-up; restart the proxy "
+            f"(or re-attest with `cartograph bootstrap --server {server}`)",
+            code=codes.CARD_NOT_INTACT,
+            server=server,
+        )
+    card = parse_card(data)
+    if card.server != server or card.signature.key_id != pin.proof.key_id:
+        raise SignatureError(
+            f"card for {server!r} does not match its manifest entry; "
+            f"re-attest with `cartograph bootstrap --server {server}`",
+            code=codes.CARD_SERVER_MISMATCH,
+            server=server,
+        )
+    return card
 
 
 def _not_intact(server: str) -> SignatureError:

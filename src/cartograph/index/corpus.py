@@ -14,10 +14,10 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from cartograph.index.columns import TOOL_FIELDS, ToolColumns, columns_from_entries
 from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.index.entries import IndexEntry, ToolKey
 from cartograph.index.lexical import FieldIndex, JaccardIndex
-from cartograph.index.text import tokenize
 
 IntArray = npt.NDArray[np.int64]
 
@@ -151,16 +151,18 @@ class Corpus:
 
 def build_corpus(entries: Sequence[IndexEntry], embedder: Embedder, vectors: Vectors) -> Corpus:
     """Assemble a corpus from entries and their (already computed) vectors."""
-    servers = tuple(sorted({e.server for e in entries}))
-    position = {name: i for i, name in enumerate(servers)}
-    tool_server = np.array([position[e.server] for e in entries], dtype=np.int64)
+    return corpus_from_columns(columns_from_entries(entries), embedder, vectors)
+
+
+def corpus_from_columns(columns: ToolColumns, embedder: Embedder, vectors: Vectors) -> Corpus:
+    """Assemble a corpus from token columns and the tools' vectors (same order)."""
     return Corpus(
-        servers=servers,
-        tool_server=tool_server,
-        tool_names=tuple(e.tool for e in entries),
+        servers=columns.servers,
+        tool_server=columns.tool_server,
+        tool_names=columns.tool_names,
         tool_vectors=serving_matrix(vectors),
-        centroids=server_centroids(vectors, tool_server, len(servers)),
-        lexical=_lexical(entries, servers),
+        centroids=server_centroids(vectors, columns.tool_server, len(columns.servers)),
+        lexical=lexical_fields(columns),
         embedder=embedder,
     )
 
@@ -245,35 +247,41 @@ def server_centroids(vectors: Vectors, tool_server: IntArray, servers: int) -> V
     """
     dim = vectors.shape[1] if vectors.ndim == 2 else 0
     sums = np.zeros((servers, dim), dtype=np.float64)
-    np.add.at(sums, tool_server, np.asarray(vectors, dtype=np.float64))
+    # A chunk at a time: a float64 copy of a 100k-row (float16) matrix is 300 MB.
+    for start in range(0, len(tool_server), _CHUNK_ROWS):
+        chunk = np.asarray(vectors[start : start + _CHUNK_ROWS], dtype=np.float64)
+        np.add.at(sums, tool_server[start : start + _CHUNK_ROWS], chunk)
     counts = np.bincount(tool_server, minlength=servers).astype(np.float64)
     means = sums / np.maximum(counts, 1.0)[:, None]
     norms = np.linalg.norm(means, axis=1, keepdims=True)
     return (means / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
 
 
-def _lexical(entries: Sequence[IndexEntry], servers: Sequence[str]) -> LexicalFields:
-    server_text = {e.server: e.server_text for e in entries}
-    tool_names: dict[str, list[str]] = {s: [] for s in servers}
-    for e in entries:
-        tool_names[e.server].append(e.name)
-    # A server's document is its summary plus the names of its tools: what the
-    # operator says the server is for, and what it can do.
-    server_docs = [f"{server_text[s]} {' '.join(tool_names[s])}" for s in servers]
-    # Each field is tokenized once and joined fields reuse the parts' tokens: no token
-    # spans a space, so tokenize(f"{a} {b}") == tokenize(a) + tokenize(b) (tested). At
-    # 100k tools tokenizing every joined text again was half of the index build.
-    name = [tokenize(e.name) for e in entries]
-    description = [tokenize(e.description) for e in entries]
-    arguments = [tokenize(e.arguments) for e in entries]
-    full = [n + d + a for n, d, a in zip(name, description, arguments, strict=True)]
+def lexical_fields(columns: ToolColumns) -> LexicalFields:
+    """Every BM25 field and the Jaccard postings, from the columns' token ids.
+
+    Joined fields are the union of their parts' occurrences (``full`` is name,
+    description and arguments; ``purpose`` name and description): no token
+    spans the space that joins two fields (tested), and every scorer counts
+    tokens as a bag.
+    """
+    size, words = columns.size, columns.vocabulary
+    name, description, arguments, examples = (columns.fields[f].pairs() for f in TOOL_FIELDS)
+
+    def joined(*parts: tuple[IntArray, IntArray]) -> tuple[IntArray, IntArray]:
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    def bm25(pairs: tuple[IntArray, IntArray], rows: int = size) -> FieldIndex:
+        return FieldIndex.from_pairs(pairs[0], pairs[1], words, rows)
+
+    full = joined(name, description, arguments)
     return LexicalFields(
-        full=FieldIndex(tokens=full),
-        name=FieldIndex(tokens=name),
-        description=FieldIndex(tokens=description),
-        purpose=FieldIndex(tokens=[n + d for n, d in zip(name, description, strict=True)]),
-        arguments=FieldIndex(tokens=arguments),
-        server=FieldIndex(server_docs),
-        jaccard=JaccardIndex(tokens=full),
-        examples=FieldIndex([e.examples for e in entries]),
+        full=bm25(full),
+        name=bm25(name),
+        description=bm25(description),
+        purpose=bm25(joined(name, description)),
+        arguments=bm25(arguments),
+        server=bm25(columns.server_docs.pairs(), len(columns.servers)),
+        jaccard=JaccardIndex.from_pairs(full[0], full[1], words, size),
+        examples=bm25(examples),
     )

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from cartograph.index.text import tokenize
 
 Scores = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
@@ -31,17 +32,37 @@ _EMPTY_DOC: Final = "\x00"
 class FieldIndex:
     """BM25 over one field of every document (one row per document)."""
 
+    _size: int
+    _bm25: bm25s.BM25
+    _postings: tuple[npt.NDArray[Any], ...]
+
     def __init__(
         self, texts: Sequence[str] = (), *, tokens: Sequence[Sequence[str]] | None = None
     ) -> None:
         """Index ``texts``, or documents already tokenized (``tokens``, one list per row)."""
         documents = tokens if tokens is not None else [tokenize(t) for t in texts]
-        self._size = len(documents)
-        self._bm25 = bm25s.BM25(k1=BM25_K1, b=BM25_B)
-        corpus = [list(d) or [_EMPTY_DOC] for d in documents]
-        if corpus:
-            self._bm25.index(corpus, show_progress=False)
-        self._postings = _postings(self._bm25)
+        docs, ids, vocabulary = _pairs(documents)
+        built = FieldIndex.from_pairs(docs, ids, vocabulary, len(documents))
+        self._size, self._bm25, self._postings = built._size, built._bm25, built._postings
+
+    @classmethod
+    def from_pairs(
+        cls, docs: IntArray, ids: IntArray, vocabulary: Sequence[str], size: int
+    ) -> FieldIndex:
+        """BM25 over ``size`` documents where document ``docs[i]`` holds token ``ids[i]``.
+
+        The score matrix is computed with a few numpy passes over the
+        occurrences (bm25s's own build loops over documents in Python, ~40 s
+        for seven fields at 100k tools). Same scores as bm25s's ``lucene``
+        method: idf ``ln(1 + (N - df + 0.5) / (df + 0.5))`` rounded to float32,
+        times ``tf / (k1 (1 - b + b dl / avgdl) + tf)``; an empty document is
+        one occurrence of a token no query has, as bm25s needs.
+        """
+        out = cls.__new__(cls)
+        out._size = size
+        out._bm25 = _bm25(np.asarray(docs, np.int64), np.asarray(ids, np.int64), vocabulary, size)
+        out._postings = _postings(out._bm25)
+        return out
 
     @property
     def size(self) -> int:
@@ -140,24 +161,33 @@ class JaccardIndex:
     in one ``bincount`` instead of a Python loop over documents.
     """
 
+    _vocabulary: dict[str, int]
+    _sizes: IntArray
+    _documents: npt.NDArray[np.int32]
+    _starts: IntArray
+
     def __init__(
         self, texts: Sequence[str] = (), *, tokens: Sequence[Sequence[str]] | None = None
     ) -> None:
         documents = tokens if tokens is not None else [tokenize(t) for t in texts]
-        vocabulary: dict[str, int] = {}
-        flat: list[int] = []
-        sizes = np.zeros(len(documents), dtype=np.int64)
-        for row, document in enumerate(documents):
-            ids = {vocabulary.setdefault(t, len(vocabulary)) for t in document}
-            flat.extend(ids)
-            sizes[row] = len(ids)
-        token_ids = np.array(flat, dtype=np.int64)
-        order = np.argsort(token_ids, kind="stable")
-        self._vocabulary = vocabulary
-        self._sizes = sizes
-        self._documents = np.repeat(np.arange(len(documents), dtype=np.int32), sizes)[order]
-        counts = np.bincount(token_ids, minlength=len(vocabulary))
-        self._starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        docs, ids, vocabulary = _pairs(documents)
+        built = JaccardIndex.from_pairs(docs, ids, vocabulary, len(documents))
+        self._vocabulary, self._sizes = built._vocabulary, built._sizes
+        self._documents, self._starts = built._documents, built._starts
+
+    @classmethod
+    def from_pairs(
+        cls, docs: IntArray, ids: IntArray, vocabulary: Sequence[str], size: int
+    ) -> JaccardIndex:
+        """Postings over ``size`` documents where document ``docs[i]`` holds token ``ids[i]``."""
+        used, local, docs = _distinct(np.asarray(docs, np.int64), np.asarray(ids, np.int64), size)
+        out = cls.__new__(cls)
+        out._vocabulary = {vocabulary[int(t)]: i for i, t in enumerate(used)}
+        out._sizes = np.bincount(docs, minlength=size).astype(np.int64)
+        out._documents = docs.astype(np.int32)  # sorted by token, then document
+        counts = np.bincount(local, minlength=len(used))
+        out._starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return out
 
     _ARRAYS: Final = ("sizes", "documents", "starts")
 
@@ -191,3 +221,63 @@ class JaccardIndex:
         union = len(query) + self._sizes - overlap
         np.divide(overlap, union, out=out, where=union > 0)
         return out
+
+
+def _pairs(documents: Sequence[Sequence[str]]) -> tuple[IntArray, IntArray, list[str]]:
+    """(document, token id) of every occurrence, and the vocabulary the ids index."""
+    ids: dict[str, int] = {}
+    flat = [ids.setdefault(t, len(ids)) for document in documents for t in document]
+    lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=len(documents))
+    docs = np.repeat(np.arange(len(documents), dtype=np.int64), lengths)
+    return docs, np.asarray(flat, dtype=np.int64), list(ids)
+
+
+def _distinct(docs: IntArray, ids: IntArray, size: int) -> tuple[IntArray, IntArray, IntArray]:
+    """Distinct (token, document) pairs sorted by token then document.
+
+    Returns the used token ids (sorted), each pair's token as an index into
+    them, and each pair's document.
+    """
+    used, local = np.unique(ids, return_inverse=True)
+    keys = _sorted_distinct(local.astype(np.int64) * max(size, 1) + docs)
+    return used, keys // max(size, 1), keys % max(size, 1)
+
+
+def _sorted_distinct(keys: IntArray) -> IntArray:
+    """``np.unique(keys)`` by sorting (numpy's hash-based unique was ~10x slower here)."""
+    keys = np.sort(keys)
+    if not len(keys):
+        return keys
+    out: IntArray = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+    return out
+
+
+def _bm25(docs: IntArray, ids: IntArray, vocabulary: Sequence[str], size: int) -> bm25s.BM25:
+    """A bm25s index with its score matrix computed here (see :meth:`FieldIndex.from_pairs`)."""
+    bm25 = bm25s.BM25(k1=BM25_K1, b=BM25_B)
+    lengths = np.bincount(docs, minlength=size)
+    empty = np.flatnonzero(lengths == 0)
+    words = list(vocabulary)
+    if len(empty):  # bm25s cannot index an empty document: one token no query has
+        docs = np.concatenate((docs, empty))
+        ids = np.concatenate((ids, np.full(len(empty), len(words), dtype=np.int64)))
+        words.append(_EMPTY_DOC)
+        lengths[empty] = 1
+    used, local = np.unique(ids, return_inverse=True)
+    keys, tf = np.unique(local.astype(np.int64) * max(size, 1) + docs, return_counts=True)
+    tokens, rows = keys // max(size, 1), keys % max(size, 1)
+    df = np.bincount(tokens, minlength=len(used)).astype(np.float64)
+    idf = np.log(1.0 + (size - df + 0.5) / (df + 0.5)).astype(np.float32)
+    norm = BM25_K1 * ((1 - BM25_B) + BM25_B * lengths[rows] / lengths.mean()) if size else 0.0
+    scores = idf[tokens] * (tf / (norm + tf))
+    indptr = np.concatenate(([0], np.cumsum(df.astype(np.int64))))
+    bm25.scores = {
+        "data": scores.astype(np.float32),
+        "indices": rows.astype(np.int32),
+        "indptr": indptr.astype(np.int64),
+        "num_docs": size,
+    }
+    bm25.vocab_dict = {words[int(t)]: i for i, t in enumerate(used)}
+    bm25.nonoccurrence_array = None
+    bm25.unique_token_ids_set = set(bm25.vocab_dict.values())
+    return bm25

@@ -13,6 +13,7 @@ columnar, beside the per-card vector blocks::
         vectors.npy         every tool vector, one float16 matrix (memory-mapped)
         centroids.npy       normalised server centroids (float32)
         lexical/<field>/    bm25s's saved index per field (memory-mapped); jaccard/ postings
+        columns/            every tool's token ids per field, per server (index/columns.py)
 
     key = sha256(format, model id, dim, the code that turns cards into a corpus,
                  bm25s version, every (server, verified card digest), excluded tools)
@@ -20,7 +21,12 @@ columnar, beside the per-card vector blocks::
 An unchanged card set under unchanged code has the same key, so a restart
 reads the snapshot instead of parsing, re-embedding or re-tokenising any card;
 any changed card, model, exclusion or ranking code gives a new key and a
-fresh build, which is then saved (the newest :data:`KEEP_SNAPSHOTS` are kept).
+new build, which is then saved (the newest :data:`KEEP_SNAPSHOTS` are kept).
+That build starts from the newest snapshot of the same model and code
+(:meth:`SnapshotStore.base`; ``meta.json`` records each server's card digest
+and the tools left out): an unchanged card's rows, vectors and token ids are
+copied from it, and only changed or new cards are parsed, tokenised and
+(when their vectors are not stored) embedded (:mod:`cartograph.index.incremental`).
 
 **Integrity.** Loading hashes every file and compares it with ``meta.json``;
 a file that was changed, truncated or removed raises
@@ -41,7 +47,8 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -50,13 +57,14 @@ import numpy as np
 from cartograph import error_codes as codes
 from cartograph.errors import PersistedIndexError
 from cartograph.fsutil import PRIVATE_FILE_MODE, make_private_dirs
+from cartograph.index.columns import ToolColumns
 from cartograph.index.corpus import LARGE_CORPUS_TOOLS, Corpus, LexicalFields
 from cartograph.index.embedders.base import Embedder
 from cartograph.index.entries import ToolKey
 from cartograph.index.lexical import FieldIndex, JaccardIndex
 from cartograph.index.vector_store import STORED_DTYPE, VectorStore
 
-SNAPSHOT_FORMAT: Final = 1
+SNAPSHOT_FORMAT: Final = 2
 SNAPSHOT_PREFIX: Final = "serving-"
 META_FILE: Final = "meta.json"
 KEEP_SNAPSHOTS: Final = 3
@@ -69,6 +77,8 @@ _CODE_FILES: Final = (
     "index/text.py",
     "index/lexical.py",
     "index/corpus.py",
+    "index/columns.py",
+    "index/incremental.py",
     "index/tool_index.py",
     "index/vector_store.py",
     "index/snapshot.py",
@@ -88,23 +98,40 @@ def _code_digest() -> str:
     return digest.hexdigest()
 
 
+def _bm25s_version() -> str:
+    import bm25s
+
+    return str(bm25s.__version__)
+
+
 def snapshot_key(
     model_id: str, dim: int, digests: Iterable[tuple[str, str]], exclude: Iterable[ToolKey]
 ) -> str:
     """The key of the corpus over cards with these verified ``digests``, minus ``exclude``."""
-    import bm25s
-
     document = {
         "format": SNAPSHOT_FORMAT,
         "model": model_id,
         "dim": dim,
         "code": _code_digest(),
-        "bm25s": bm25s.__version__,
+        "bm25s": _bm25s_version(),
         "cards": sorted(digests),
         "exclude": sorted(exclude),
     }
     text = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+
+
+@dataclass(frozen=True)
+class BaseSnapshot:
+    """A saved corpus a new build may copy unchanged cards' rows from."""
+
+    folder: Path
+    cards: Mapping[str, str]
+    """Server -> the verified card digest its rows were built from."""
+    exclude: frozenset[ToolKey]
+    columns: ToolColumns
+    vectors: Any
+    """The stored float16 matrix, memory-mapped, in the columns' row order."""
 
 
 class SnapshotStore:
@@ -132,13 +159,43 @@ class SnapshotStore:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise _damaged(folder, f"unreadable ({exc})") from exc
 
-    def save(self, corpus: Corpus, key: str) -> Path:
-        """Write ``corpus`` under ``key``: into a private temporary folder, then one rename."""
+    def base(self, embedder: Embedder) -> BaseSnapshot | None:
+        """The newest intact snapshot built by this code for this model, or None.
+
+        A snapshot whose files differ from its record is skipped (it is never
+        copied from); the caller builds from the cards instead.
+        """
+        folder = self._vectors.folder_for(embedder.model_id)
+        found = [p for p in folder.glob(f"{SNAPSHOT_PREFIX}*") if (p / META_FILE).is_file()]
+        found.sort(key=lambda p: (p / META_FILE).stat().st_mtime, reverse=True)
+        for candidate in found:
+            try:
+                return _base(candidate, embedder)
+            except (PersistedIndexError, OSError, ValueError, KeyError, TypeError) as exc:
+                _log.info("snapshot %s not reused: %s", candidate.name, exc)
+        return None
+
+    def save(
+        self,
+        corpus: Corpus,
+        key: str,
+        columns: ToolColumns,
+        cards: Mapping[str, str],
+        exclude: Iterable[ToolKey],
+    ) -> Path:
+        """Write ``corpus`` under ``key``: into a private temporary folder, then one rename.
+
+        ``columns`` are the corpus's token ids, ``cards`` the verified digest of
+        every card it was built from and ``exclude`` what it left out, so a
+        later build can copy from it (:meth:`base`). A crash before the rename
+        leaves only a hidden temporary folder: the older snapshots stay whole.
+        """
         final = self.folder_for(corpus.embedder.model_id, key)
         make_private_dirs(final.parent)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
         try:
-            _write_corpus(tmp, corpus, key)
+            record = {"cards": dict(cards), "exclude": sorted(exclude)}
+            _write_corpus(tmp, corpus, key, columns, record)
             for path in tmp.rglob("*"):
                 if path.is_file():
                     os.chmod(path, PRIVATE_FILE_MODE)
@@ -204,8 +261,29 @@ def _file_sha256(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def _write_corpus(folder: Path, corpus: Corpus, key: str) -> None:
-    np.save(folder / "vectors.npy", corpus.tool_vectors.astype(STORED_DTYPE), allow_pickle=False)
+def _base(folder: Path, embedder: Embedder) -> BaseSnapshot:
+    meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    if meta.get("code") != _code_digest() or meta.get("bm25s") != _bm25s_version():
+        raise ValueError("built by other code")
+    meta = _checked_meta(folder, str(meta["key"]), embedder)
+    columns = ToolColumns.load(folder / "columns")
+    vectors = np.load(folder / "vectors.npy", mmap_mode="r", allow_pickle=False)
+    if vectors.shape != (columns.size, embedder.dim):
+        raise ValueError("vectors disagree with the columns")
+    return BaseSnapshot(
+        folder=folder,
+        cards={str(s): str(d) for s, d in meta["cards"].items()},
+        exclude=frozenset((str(s), str(t)) for s, t in meta["exclude"]),
+        columns=columns,
+        vectors=vectors,
+    )
+
+
+def _write_corpus(
+    folder: Path, corpus: Corpus, key: str, columns: ToolColumns, record: dict[str, Any]
+) -> None:
+    vectors = np.asarray(corpus.tool_vectors, dtype=STORED_DTYPE)  # no copy when float16
+    np.save(folder / "vectors.npy", vectors, allow_pickle=False)
     np.save(folder / "centroids.npy", corpus.centroids, allow_pickle=False)
     np.save(folder / "tool_server.npy", corpus.tool_server.astype(np.int64), allow_pickle=False)
     (folder / "tools.json").write_text(json.dumps(list(corpus.tool_names)), encoding="utf-8")
@@ -214,6 +292,7 @@ def _write_corpus(folder: Path, corpus: Corpus, key: str) -> None:
         index: FieldIndex = getattr(corpus.lexical, field)
         index.save(lexical / field)
     corpus.lexical.jaccard.save(lexical / "jaccard")
+    columns.save(folder / "columns")
     files = {
         path.relative_to(folder).as_posix(): str(_file_sha256(path))
         for path in sorted(folder.rglob("*"))
@@ -226,6 +305,9 @@ def _write_corpus(folder: Path, corpus: Corpus, key: str) -> None:
         "dim": corpus.embedder.dim,
         "size": corpus.size,
         "servers": list(corpus.servers),
+        "code": _code_digest(),
+        "bm25s": _bm25s_version(),
+        **record,
         "files": files,
     }
     (folder / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
@@ -263,6 +345,7 @@ def _read_corpus(folder: Path, meta: dict[str, Any], embedder: Embedder) -> Corp
 
 __all__ = [
     "KEEP_SNAPSHOTS",
+    "BaseSnapshot",
     "SnapshotStore",
     "snapshot_key",
 ]

@@ -11,26 +11,25 @@ embedding and a few vector products over the index.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
-from cartograph.errors import PersistedIndexError, RetrievalError
+from cartograph.errors import RetrievalError
 from cartograph.index.adapter import QueryAdapter
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.corpus import LARGE_CORPUS_TOOLS, Corpus, build_corpus
-from cartograph.index.embedders.base import Embedder, Vectors
+from cartograph.index.embedders.base import Embedder
 from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards
+from cartograph.index.incremental import entry_vectors, persisted_corpus
+from cartograph.index.incremental import tool_vectors as tool_vectors
 from cartograph.index.open_world import OpenWorld, background_for
 from cartograph.index.query import parse_query
 from cartograph.index.rankers import QueryContext, Ranker, Ranking, get_ranker
-from cartograph.index.snapshot import SnapshotStore, snapshot_key
-from cartograph.index.vector_store import VectorStore, block_key, stored
+from cartograph.index.vector_store import VectorStore
 
 DEFAULT_METHOD: Final = "hybrid"
 MAX_K: Final = 100
@@ -40,7 +39,6 @@ PREFILTER_MIN_TOOLS: Final = LARGE_CORPUS_TOOLS
 demo) ranking is exactly as without a prefilter."""
 
 ProgressCallback = Callable[[int, int], None]
-_log = logging.getLogger(__name__)
 
 
 class Hit(BaseModel):
@@ -119,7 +117,7 @@ class ToolIndex:
                 pooled_steps=pooled_steps,
             )
         skip = frozenset(exclude)
-        corpus = _persisted_corpus(cards, embedder, cache, store, skip, progress)
+        corpus = persisted_corpus(cards, embedder, cache, store, skip, progress)
         index = cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
         index.exclude = skip
         index.embedding_cache = cache
@@ -137,7 +135,7 @@ class ToolIndex:
         pooled_steps: bool = False,
     ) -> ToolIndex:
         """Index prepared entries. Serving code calls :meth:`build`; this is for eval."""
-        vectors = _entry_vectors(entries, embedder, cache, progress)
+        vectors = entry_vectors(entries, embedder, cache, progress)
         corpus = build_corpus(entries, embedder, vectors)
         index = cls(corpus, default_method=default_method, pooled_steps=pooled_steps)
         index.embedding_cache = cache
@@ -208,134 +206,3 @@ class ToolIndex:
             Hit(server=key(i)[0], tool=key(i)[1], score=round(score, 6))
             for i, score in self.rank(task, k, method=method)
         ]
-
-
-def tool_vectors(text_vectors: Vectors, name_vectors: Vectors) -> Vectors:
-    """Each tool's vector: the normalised sum of its full-text and name views.
-
-    One vector per tool (no extra memory or query cost) that is close to a
-    task phrased like the tool's description *or* like its name. Measured on
-    LiveMCPBench: flat dense R@5 0.392 -> 0.423, MRR 0.485 -> 0.530; hybrid
-    held out 0.434 -> 0.445 (docs/retrieval.md).
-    """
-    summed = text_vectors.astype(np.float32) + name_vectors.astype(np.float32)
-    norms = np.linalg.norm(summed, axis=1, keepdims=True)
-    out: Vectors = (summed / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
-    return out
-
-
-def _entry_vectors(
-    entries: Sequence[IndexEntry],
-    embedder: Embedder,
-    cache: EmbeddingCache | None,
-    progress: ProgressCallback | None,
-) -> Vectors:
-    """Each entry's tool vector (:func:`tool_vectors`), through the embedding cache if any."""
-    views = [[e.text for e in entries], [e.name_text for e in entries]]
-    if cache is not None and entries:
-        # The sum of both views, gathered a chunk at a time: one matrix at the peak.
-        return _unit_rows(cache.embed_summed(embedder, views, progress=progress))
-    both = _embed(views[0] + views[1], embedder, cache, progress)
-    return tool_vectors(both[: len(entries)], both[len(entries) :])
-
-
-def _persisted_corpus(
-    cards: VerifiedCards,
-    embedder: Embedder,
-    cache: EmbeddingCache | None,
-    store: VectorStore,
-    exclude: frozenset[ToolKey],
-    progress: ProgressCallback | None,
-) -> Corpus:
-    """The corpus from its snapshot when these cards were indexed before, else built and saved."""
-    snapshots = SnapshotStore(store.state_dir)
-    digests = [(server, cards.digest(server)) for server in cards]
-    key = snapshot_key(embedder.model_id, embedder.dim, digests, exclude)
-    try:
-        loaded = snapshots.load(embedder, key)
-    except PersistedIndexError as exc:
-        _log.warning("%s (%s)", exc.message, exc.code)
-        snapshots.discard(embedder.model_id, key)
-        loaded = None
-    if loaded is not None:
-        return loaded
-    intact = {server: cards.ensure_intact(server) for server in cards}
-    every = entries_from_cards(intact)
-    vectors = _stored_vectors(cards, every, embedder, cache, store, progress)
-    keep = [i for i, entry in enumerate(every) if entry.key not in exclude]
-    if len(keep) < len(every):
-        vectors = vectors[keep]
-    corpus = build_corpus([every[i] for i in keep], embedder, vectors)
-    if corpus.size:
-        try:
-            snapshots.save(corpus, key)
-        except OSError as exc:  # an accelerator: serving goes on, the next start rebuilds
-            _log.warning("could not persist the index (%s): %s", type(exc).__name__, exc)
-    return corpus
-
-
-def _stored_vectors(
-    cards: VerifiedCards,
-    entries: Sequence[IndexEntry],
-    embedder: Embedder,
-    cache: EmbeddingCache | None,
-    store: VectorStore,
-    progress: ProgressCallback | None,
-) -> Vectors:
-    """Every entry's vector: stored blocks for unchanged cards, embedding only the rest.
-
-    ``entries`` are grouped by server (``entries_from_cards`` sorts them), so
-    each card's rows are one contiguous span of the result.
-    """
-    out = np.empty((len(entries), embedder.dim), dtype=np.float32)
-    missing: list[tuple[int, int, str]] = []
-    for server, start, stop in _spans(entries):
-        group = entries[start:stop]
-        texts = [e.text for e in group] + [e.name_text for e in group]
-        key = block_key(embedder.model_id, cards.digest(server), texts)
-        block = store.load(embedder.model_id, key, stop - start, embedder.dim)
-        if block is None:
-            missing.append((start, stop, key))
-        else:
-            out[start:stop] = block
-    if missing:
-        rows = [entries[i] for start, stop, _ in missing for i in range(start, stop)]
-        fresh = stored(_entry_vectors(rows, embedder, cache, progress))
-        offset = 0
-        for start, stop, key in missing:
-            block = fresh[offset : offset + stop - start]
-            store.save(embedder.model_id, key, block)
-            out[start:stop] = block
-            offset += stop - start
-    return out
-
-
-def _spans(entries: Sequence[IndexEntry]) -> list[tuple[str, int, int]]:
-    """(server, start, stop) of each server's contiguous run of entries."""
-    spans: list[tuple[str, int, int]] = []
-    for i, entry in enumerate(entries):
-        if spans and spans[-1][0] == entry.server:
-            spans[-1] = (entry.server, spans[-1][1], i + 1)
-        else:
-            spans.append((entry.server, i, i + 1))
-    return spans
-
-
-def _unit_rows(vectors: Vectors) -> Vectors:
-    """``vectors`` with every row scaled to unit length, in place (as :func:`tool_vectors`)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors /= np.where(norms == 0.0, 1.0, norms)
-    return vectors
-
-
-def _embed(
-    texts: list[str],
-    embedder: Embedder,
-    cache: EmbeddingCache | None,
-    progress: ProgressCallback | None,
-) -> Vectors:
-    if not texts:
-        return np.zeros((0, embedder.dim), dtype=np.float32)
-    if cache is not None:
-        return cache.embed_cached(embedder, texts, progress=progress)
-    return embedder.embed(texts)
