@@ -274,6 +274,7 @@ def measure(
 
     rss_start = rss_mb()
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     from cartograph.cards.store import CardStore
     from cartograph.cards.trust import load_trust
     from cartograph.index.cache import EmbeddingCache
@@ -295,6 +296,7 @@ def measure(
     index = ToolIndex.build(cards, get_embedder("minilm"), cache=cache, **_store_for(state))
     gc.collect()
     t3 = time.perf_counter()
+    cpu3 = time.process_time()
     rss_index = rss_mb()
     first = time.perf_counter()
     discover(index, cards, tasks[0])  # loads the model: the cache served every tool
@@ -310,6 +312,7 @@ def measure(
         "load_verify_s": round(t2 - t1, 2),
         "index_build_s": round(t3 - t2, 2),
         "startup_s": round(t3 - t1, 2),
+        "startup_cpu_s": round(cpu3 - cpu0, 2),
         "embedded_now": cache.last.misses,
         "first_query_ms": round(first_ms, 1),
         "rss_start_mb": round(rss_start, 1),
@@ -319,8 +322,8 @@ def measure(
         "peak_rss_build_mb": round(peak_rss_mb(), 1),
         "methods": {m: _time_discover(index, cards, tasks, m) for m in methods},
     }
-    row["rank_cpu_p50_ms"] = _rank_cpu_p50(index, tasks)
-    row["agreement"] = _prefilter_agreement(index, tasks) if agreement else None
+    row["rank_cpu_p50_ms"] = _rank_cpu_p50(index, tasks) if methods else None
+    row["agreement"] = _prefilter_agreement(index, tasks) if agreement and methods else None
     row["rss_end_mb"] = round(rss_mb(), 1)
     row["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return row
@@ -403,6 +406,50 @@ def _child(args: list[str], src: Path | None = None) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def _prepare_source(scale: str, state: Path, src: Path | None, copy_from: Path | None) -> None:
+    """Prepare ``state`` for one source: from scratch, or a copy of a prepared store.
+
+    A copy holds another source's snapshot, so this source's first start
+    builds its own (from the copied cards and vector blocks); that build is
+    made here, untimed, so every measured start below is a restart.
+    """
+    import shutil
+
+    if copy_from is None:
+        _child(["--prepare", scale, "--state-dir", str(state)], src)
+        return
+    shutil.copytree(copy_from, state, symlinks=True)
+    _child(["--child", scale, "--state-dir", str(state), "--queries", "3", "--methods", ""], src)
+
+
+def _restarts(
+    scale: str, root: Path, sources: dict[str, Path | None], runs: int
+) -> list[dict[str, Any]]:
+    """Per source: start-up after one changed card, and after one added server (medians)."""
+    rows = []
+    for what in CHANGES:
+        measured: dict[str, list[dict[str, Any]]] = {name: [] for name in sources}
+        for run in range(runs):
+            for name, src in sources.items():
+                state = root / name / scale
+                print(
+                    f"[{name}] {scale}: one {what} changed, run {run + 1}/{runs} …", file=sys.stderr
+                )
+                _child(["--change", what, "--run", str(run + 1), "--state-dir", str(state)], src)
+                args = ["--child", scale, "--state-dir", str(state), "--queries", "3"]
+                measured[name].append(_child([*args, "--methods", ""], src))
+        for name, runs_of in measured.items():
+            rows.append(
+                {
+                    "source": name,
+                    "step": f"one {what} changed",
+                    "runs": len(runs_of),
+                    **_median_row(runs_of),
+                }
+            )
+    return rows
+
+
 def run_all(
     scales: list[str],
     root: Path,
@@ -411,6 +458,8 @@ def run_all(
     sources: dict[str, Path | None],
     runs: int = 1,
     agreement: bool = True,
+    restarts: bool = False,
+    copy_from: Path | None = None,
 ) -> dict[str, Any]:
     rows = []
     for scale in scales:
@@ -421,7 +470,7 @@ def run_all(
                 print(f"[{name}] reusing the prepared {scale} store", file=sys.stderr)
                 continue
             print(f"[{name}] preparing {scale} …", file=sys.stderr)
-            _child(["--prepare", scale, "--state-dir", str(state)], src)
+            _prepare_source(scale, state, src, copy_from / scale if copy_from else None)
             (state / PREPARED).write_text("prepared\n", encoding="utf-8")
         measured: dict[str, list[dict[str, Any]]] = {name: [] for name in sources}
         for run in range(runs):
@@ -432,7 +481,11 @@ def run_all(
                 args += [] if agreement else ["--no-agreement"]
                 measured[name].append(_child([*args, "--methods", methods], src))
         for name, runs_of in measured.items():
-            rows.append({"source": name, "runs": len(runs_of), **_median_row(runs_of)})
+            rows.append(
+                {"source": name, "step": "restart", "runs": len(runs_of), **_median_row(runs_of)}
+            )
+        if restarts:
+            rows.extend(_restarts(scale, root, sources, runs))
     load = os.getloadavg()
     return {"cpus": os.cpu_count(), "loadavg": [round(x, 2) for x in load], "rows": rows}
 
@@ -460,18 +513,21 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"(cpus {result['cpus']}, load average {result['loadavg']}; targets {TARGETS})",
         "",
-        "| source | scale | tools | runs | verify s | load s | index s | start-up s "
-        "| peak RSS MB | method | p50 ms | p99 ms | CPU p50 ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| source | scale | step | tools | runs | verify s | load s | index s | start-up s "
+        "| start-up CPU s | embedded | peak RSS MB | method | p50 ms | p99 ms | CPU p50 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
+        head = (
+            f"| {row['source']} | {row['scale']} | {row.get('step', '')} | {row['tools']} "
+            f"| {row['runs']} | {row['verify_s']} | {row['load_s']} | {row['index_build_s']} "
+            f"| {row['startup_s']} | {row.get('startup_cpu_s', '')} | {row['embedded_now']} "
+            f"| {row['peak_rss_mb']}"
+        )
+        if not row["methods"]:
+            lines.append(f"{head} | | | | |")
         for method, t in row["methods"].items():
-            lines.append(
-                f"| {row['source']} | {row['scale']} | {row['tools']} | {row['runs']} "
-                f"| {row['verify_s']} | {row['load_s']} | {row['index_build_s']} "
-                f"| {row['startup_s']} | {row['peak_rss_mb']} | {method} | {t['p50_ms']} "
-                f"| {t['p99_ms']} | {t['cpu_p50_ms']} |"
-            )
+            lines.append(f"{head} | {method} | {t['p50_ms']} | {t['p99_ms']} | {t['cpu_p50_ms']} |")
         if row.get("rank_cpu_p50_ms") is not None:
             lines.append(
                 f"| {row['source']} | {row['scale']} | ranking alone (answered cards read), "
@@ -508,21 +564,28 @@ def main() -> int:
         action="store_true",
         help="skip the prefilter-vs-exact comparison (100k: one exact ranking per task)",
     )
+    parser.add_argument(
+        "--restarts",
+        action="store_true",
+        help="also measure start-up after one changed card and after one added server",
+    )
+    parser.add_argument(
+        "--copy-prepared",
+        type=Path,
+        help="a --state-dir root whose first source's stores every source copies (saves preparing)",
+    )
+    parser.add_argument("--change", choices=CHANGES, help=argparse.SUPPRESS)
+    parser.add_argument("--run", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.change:
+        print(json.dumps(change(args.state_dir, args.change, args.run)))
+        return 0
     if args.child:
-        print(
-            json.dumps(
-                measure(
-                    args.child,
-                    args.state_dir,
-                    args.queries,
-                    args.methods.split(","),
-                    agreement=not args.no_agreement,
-                )
-            )
-        )
+        methods = [m for m in args.methods.split(",") if m]
+        agreement = not args.no_agreement
+        print(json.dumps(measure(args.child, args.state_dir, args.queries, methods, agreement)))
         return 0
     if args.prepare:
         print(json.dumps(prepare(args.prepare, args.state_dir)))
@@ -537,6 +600,8 @@ def main() -> int:
             _sources(args.src),
             args.runs,
             agreement=not args.no_agreement,
+            restarts=args.restarts,
+            copy_from=args.copy_prepared,
         )
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     return 0

@@ -17,9 +17,14 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
+from cartograph.cards.drift import DriftReport
+from cartograph.cards.store import CardStore
 from cartograph.cli.main import build_app
 from cartograph.config.loader import load_config
 from cartograph.config.model import Config
+from cartograph.gateway.gateway import Gateway
+from cartograph.index.serving import serving_cards
+from cartograph.server.catalog_status import CatalogFacts, catalog_status
 from cartograph.server.runtime import CatalogRuntime
 from cartograph.server.status_view import compact_status
 from tests.server.support import call, running, text
@@ -103,3 +108,41 @@ def test_status_names_why_a_tampered_card_was_not_loaded(tmp_path: Path) -> None
     assert "cartograph bootstrap --server spare" in problem["fix"]
     assert server["card"] is None
     assert "cartograph cards verify" in server["card_error"]["fix"]
+
+
+def test_status_of_manifest_pinned_cards_reads_no_card_file(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    path = tmp_path / "cartograph.toml"
+    path.write_text(toml_for(state, scriptable("calc"), scriptable("spare")), encoding="utf-8")
+    for args in (("keys", "init", "--config", str(path)), ("bootstrap", "--config", str(path))):
+        done = CliRunner().invoke(build_app(), list(args))
+        assert done.exit_code == 0, done.output
+    config = load_config(path)
+    store = CardStore(state)
+    expected = {s: store.read(s) for s in ("calc", "spare")}
+    cards = serving_cards(config, expected)  # pinned by the manifest, parsed on first use
+    for server in expected:  # a status that parsed a card would now fail on it
+        store.path_for(server).write_bytes(b"{}")
+    facts = CatalogFacts(
+        name="default",
+        servers={s.name: s for s in config.servers},
+        cards=cards,
+        card_errors={},
+        drift=DriftReport(),
+        listed=(),
+        unchecked=(),
+        gateway=Gateway(config.gateway, config.servers).snapshot(),
+        started_at=0.0,
+    )
+
+    report = catalog_status(facts)
+
+    for server in report["servers"]:
+        card = expected[server["name"]]
+        assert server["tools"]["attested"] == len(card.body.tools)
+        assert server["card"] == {
+            "version": card.version,
+            "signer": card.signature.key_id,
+            "generator": card.body.provenance.generator,
+            "created_at": card.body.provenance.created_at,
+        }

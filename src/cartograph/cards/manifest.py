@@ -6,7 +6,8 @@ regenerate) also writes ``cards/manifest.json``::
 
     {"body": {"type": "cartograph/card-manifest/v1", "version": N, "cards": {
         "<server>": {"file": sha256(card file bytes), "digest": <verified body digest>,
-                     "version": <card version>, "key_id": <card signer>}, ...}},
+                     "version": <card version>, "key_id": <card signer>,
+                     "tools": <tool count>, "generator": ..., "created_at": ...}, ...}},
      "signature": {"algorithm": "ed25519", "key_id": ..., "value": base64}}
 
 signed over ``type ‖ 0x00 ‖ key id ‖ 0x00 ‖ JCS(body)`` (its own type string:
@@ -21,6 +22,10 @@ back (P-SIG-8). Cards are not parsed at start-up: :class:`VerifiedCards` parses
 each the first time it is used, checks the bytes still hash as pinned and
 re-derives the body digest, so a manifest cannot vouch for content it does
 not pin.
+
+The last three fields are what ``status`` shows of a card (:class:`CardSummary`):
+with them a status report reads no card file. A manifest without them (written
+before they existed) is still valid; ``status`` then reads the cards.
 
 ``cartograph cards verify`` still verifies every card's own signature; without
 a manifest (a state directory from before it existed) start-up falls back to that.
@@ -41,7 +46,7 @@ from cartograph.cards.keys import SigningKey
 from cartograph.cards.signing import ALGORITHM, Verification, parse_card
 from cartograph.cards.store import CardLoadReport, CardStore, card_filename, read_card_bytes
 from cartograph.cards.trust import TrustSet
-from cartograph.cards.verified import PinnedCard, VerifiedCards
+from cartograph.cards.verified import CardSummary, PinnedCard, VerifiedCards
 from cartograph.errors import CardError, CardFormatError, RollbackError, SignatureError
 from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
 
@@ -58,6 +63,7 @@ class ManifestEntry:
     digest: str
     version: int
     key_id: str
+    summary: CardSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,8 @@ def write_manifest(store: CardStore, key: SigningKey, trust: TrustSet | None = N
     for server in store.servers():
         data = read_card_bytes(store.path_for(server))
         try:
-            proof = verify_card(parse_card(data), trust, expected_server=server)
+            card = parse_card(data)
+            proof = verify_card(card, trust, expected_server=server)
         except CardError:
             continue  # untrusted or broken: left out, so not served
         cards[server] = {
@@ -95,6 +102,9 @@ def write_manifest(store: CardStore, key: SigningKey, trust: TrustSet | None = N
             "digest": proof.digest,
             "version": proof.version,
             "key_id": proof.key_id,
+            "tools": len(card.body.tools),
+            "generator": card.body.provenance.generator,
+            "created_at": card.body.provenance.created_at,
         }
     unchanged = _unchanged_manifest(store, key, trust, cards)
     if unchanged is not None:
@@ -194,7 +204,7 @@ def _entries(cards: Mapping[str, Any]) -> dict[str, ManifestEntry]:
     try:
         return {
             str(server): ManifestEntry(
-                str(e["file"]), str(e["digest"]), int(e["version"]), str(e["key_id"])
+                str(e["file"]), str(e["digest"]), int(e["version"]), str(e["key_id"]), _summary(e)
             )
             for server, e in cards.items()
         }
@@ -202,6 +212,13 @@ def _entries(cards: Mapping[str, Any]) -> dict[str, ManifestEntry]:
         raise CardFormatError(
             "card manifest has the wrong shape", code=codes.MANIFEST_SHAPE
         ) from exc
+
+
+def _summary(entry: Mapping[str, Any]) -> CardSummary | None:
+    """The entry's :class:`CardSummary`, or None in a manifest written before it had one."""
+    if "tools" not in entry:
+        return None
+    return CardSummary(int(entry["tools"]), str(entry["generator"]), str(entry["created_at"]))
 
 
 def _decode(value: str) -> bytes:
@@ -293,7 +310,7 @@ def _pinned(
     key = trust.key_for(entry.key_id, server)  # the card's signer: trusted, in scope, not revoked
     proof = Verification(server, key.key_id, entry.digest, entry.version)
     store.check_rollback(proof, accepted.get(server, {}))
-    return PinnedCard(proof, file_sha256, lambda: read_card_bytes(path))
+    return PinnedCard(proof, file_sha256, lambda: read_card_bytes(path), entry.summary)
 
 
 __all__ = [

@@ -68,6 +68,20 @@ def _signature_fields(card: Card) -> SignatureFields:
 
 
 @dataclass(frozen=True)
+class CardSummary:
+    """What ``status`` shows of a card: counted and named without parsing it.
+
+    The signed manifest carries it for every card it pins
+    (:mod:`cartograph.cards.manifest`), so a status report over 100k tools
+    does not parse 4,000 cards; without it the card is read.
+    """
+
+    tools: int
+    generator: str
+    created_at: str
+
+
+@dataclass(frozen=True)
 class PinnedCard:
     """A card file vouched for by a verified manifest, parsed only when first used.
 
@@ -80,6 +94,7 @@ class PinnedCard:
     proof: Verification
     file_sha256: str
     read: Callable[[], bytes]
+    summary: CardSummary | None = None
 
 
 class VerifiedCards(Mapping[str, Card]):
@@ -236,6 +251,15 @@ class VerifiedCards(Mapping[str, Card]):
                 server=server,
             )
         return card
+
+    def summary(self, server: str) -> CardSummary:
+        """Tool count, generator and creation time of ``server``'s card, from the manifest."""
+        pin = self._pending.get(server)
+        if pin is not None and pin.summary is not None:
+            return pin.summary
+        card = self[server]
+        provenance = card.body.provenance
+        return CardSummary(len(card.body.tools), provenance.generator, provenance.created_at)
 
     def signer(self, server: str) -> str:
         """Key id that signed ``server``'s card."""

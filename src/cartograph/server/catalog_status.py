@@ -74,14 +74,14 @@ def _server_status(facts: CatalogFacts, name: str) -> dict[str, Any]:
     gw = facts.gateway["servers"][name]
     listed = name in facts.listed
     entries = sorted(facts.drift.for_server(name), key=lambda e: e.tool)
-    card = facts.cards.get(name)
+    summary = facts.cards.summary(name) if name in facts.cards else None
     by_status: dict[str, list[Any]] = {"drifted": [], "unattested": [], "missing": []}
     for entry in entries:
         if entry.status == "drifted":
             by_status["drifted"].append({"tool": entry.tool, "changed": list(entry.changed)})
         elif entry.status in by_status:
             by_status[entry.status].append(entry.tool)
-    attested = len(card.body.tools) if card is not None else 0
+    attested = summary.tools if summary is not None else 0
     servable = attested - len(by_status["drifted"]) - len(by_status["missing"])
     return {
         "name": name,
@@ -121,15 +121,15 @@ def _health(listed: bool, gw: Mapping[str, Any], mode: str) -> str:
 
 
 def _card_status(cards: VerifiedCards, server: str) -> dict[str, Any] | None:
-    card = cards.get(server)
-    if card is None:
+    """The card's version, signer, generator and age: from the manifest, no card parsed."""
+    if server not in cards:
         return None
-    provenance = card.body.provenance
+    summary, proof = cards.summary(server), cards.proof(server)
     return {
-        "version": provenance.card_version,
-        "signer": cards.signer(server),
-        "generator": provenance.generator,
-        "created_at": provenance.created_at,
+        "version": proof.version,
+        "signer": proof.key_id,
+        "generator": summary.generator,
+        "created_at": summary.created_at,
     }
 
 
