@@ -14,7 +14,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from cartograph.index.columns import TOOL_FIELDS, ToolColumns, columns_from_entries
+from cartograph.index.columns import ToolColumns, columns_from_entries
 from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.index.entries import IndexEntry, ToolKey
 from cartograph.index.lexical import FieldIndex, JaccardIndex
@@ -266,22 +266,32 @@ def lexical_fields(columns: ToolColumns) -> LexicalFields:
     tokens as a bag.
     """
     size, words = columns.size, columns.vocabulary
-    name, description, arguments, examples = (columns.fields[f].pairs() for f in TOOL_FIELDS)
 
-    def joined(*parts: tuple[IntArray, IntArray]) -> tuple[IntArray, IntArray]:
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    def bm25(*fields: str) -> FieldIndex:
+        # One field's occurrences at a time: at 100k tools each is tens of MB.
+        docs, ids = _occurrences(columns, fields)
+        return FieldIndex.from_pairs(docs, ids, words, size)
 
-    def bm25(pairs: tuple[IntArray, IntArray], rows: int = size) -> FieldIndex:
-        return FieldIndex.from_pairs(pairs[0], pairs[1], words, rows)
-
-    full = joined(name, description, arguments)
+    docs, ids = columns.server_docs.pairs()
+    server = FieldIndex.from_pairs(docs, ids, words, len(columns.servers))
+    docs, ids = _occurrences(columns, ("name", "description", "arguments"))
+    jaccard = JaccardIndex.from_pairs(docs, ids, words, size)
+    del docs, ids
     return LexicalFields(
-        full=bm25(full),
-        name=bm25(name),
-        description=bm25(description),
-        purpose=bm25(joined(name, description)),
-        arguments=bm25(arguments),
-        server=bm25(columns.server_docs.pairs(), len(columns.servers)),
-        jaccard=JaccardIndex.from_pairs(full[0], full[1], words, size),
-        examples=bm25(examples),
+        full=bm25("name", "description", "arguments"),
+        name=bm25("name"),
+        description=bm25("description"),
+        purpose=bm25("name", "description"),
+        arguments=bm25("arguments"),
+        server=server,
+        jaccard=jaccard,
+        examples=bm25("examples"),
     )
+
+
+def _occurrences(columns: ToolColumns, fields: Sequence[str]) -> tuple[IntArray, IntArray]:
+    """(tool, token id) of every occurrence in ``fields`` of every tool."""
+    parts = [columns.fields[f].pairs() for f in fields]
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
