@@ -442,7 +442,7 @@ def _restarts(
             rows.append(
                 {
                     "source": name,
-                    "step": f"one {what} changed",
+                    "step": "one card changed" if what == "card" else "one server added",
                     "runs": len(runs_of),
                     **_median_row(runs_of),
                 }
