@@ -7,8 +7,9 @@ HAProxy in front, the SDK's streamable-HTTP clients, each call a ``call`` of
 the scriptable upstream's ``echo`` tagged with its own ``traceparent``.
 
 1. **Throughput**: the same load against 1 and against N replicas
-   (stateless mode), calls answered per second, latency percentiles.
-2. **Faults**: N replicas under the same load; one replica is SIGKILLed a
+   (``--mode``, stateless by default), calls answered per second, latency
+   percentiles.
+2. **Faults**: N replicas under the same load (same ``--mode``); one replica is SIGKILLed a
    third of the way in, PostgreSQL is stopped and restarted two thirds in.
    Reported: errors the clients saw (each retried), and the audit check —
    every answered call has exactly one record in PostgreSQL.
@@ -63,17 +64,20 @@ def _pct(values: list[float], q: float) -> float:
 def clarity(load: Load) -> dict[str, int]:
     """Failed attempts by what the client was told: a code (which), a dropped connection, nothing.
 
-    A dropped connection (``RemoteProtocolError``) is what a client sees when
-    the replica holding its request dies and HAProxy closes the client's
-    connection without an answer; every other failure should carry a code,
-    Cartograph's or the balancer's (``http-error`` bodies, docs/fleet.md).
+    A dropped connection is what a client sees when the replica holding its
+    request dies: ``RemoteProtocolError`` when HAProxy closes the client's
+    connection without an answer, the SDK's ``MCPError`` "SSE stream ended
+    without a response" when the replica had begun an event-stream answer
+    (sticky mode). Every other failure should carry a code, Cartograph's or the
+    balancer's (``http-error`` bodies, docs/fleet.md); the SDK's own 404
+    "Session not found" (a sticky session whose replica is gone) has none.
     """
     seen: Counter[str] = Counter()
     for attempt in load.failed:
         if attempt.code:
             seen[f"code {attempt.code}"] += 1
-        elif attempt.kind == "RemoteProtocolError":
-            seen["connection dropped"] += 1
+        elif attempt.kind == "RemoteProtocolError" or "stream ended without" in attempt.error:
+            seen["connection dropped"] += 1  # the second: the SDK's word for it mid-SSE-answer
         else:
             seen["no code"] += 1
     return dict(seen.most_common())
@@ -84,6 +88,7 @@ def summary(load: Load, fleet: Fleet) -> dict[str, Any]:
     return {
         "answered": len(load.answered),
         "failed_attempts": len(load.failed),
+        "clients_gave_up": len(load.gave_up),
         "wall_s": round(load.ended - load.started, 2),
         "calls_per_s": round(load.rate, 1),
         "p50_ms": round(_pct(seconds, 0.50) * 1000, 1),
@@ -118,8 +123,10 @@ def throughput(
     return {"replicas": replicas, **summary(load, fleet), "audit": audit_check(fleet, load)}
 
 
-def faults(folder: Path, postgres: Postgres, replicas: int, clients: int, calls: int) -> dict:
-    fleet = prepare(folder / "faults", postgres, "stateless", "bench_faults")
+def faults(
+    folder: Path, postgres: Postgres, replicas: int, clients: int, calls: int, mode: Mode
+) -> dict[str, Any]:
+    fleet = prepare(folder / "faults", postgres, mode, f"bench_faults_{mode}")
     total = clients * calls
     events: list[tuple[str, int, float]] = []
     with running(fleet, replicas):
@@ -135,9 +142,7 @@ def faults(folder: Path, postgres: Postgres, replicas: int, clients: int, calls:
                 await anyio.to_thread.run_sync(postgres.start)
                 events.append(("postgres started", answered, time.monotonic() - started))
 
-        load = anyio.run(
-            lambda: drive(fleet.url, clients, calls, mode="stateless", on_progress=inject)
-        )
+        load = anyio.run(lambda: drive(fleet.url, clients, calls, mode=mode, on_progress=inject))
     return {
         "replicas": replicas,
         "events": events,
@@ -153,6 +158,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--mode", choices=("stateless", "sticky"), default="stateless")
     parser.add_argument("--skip-faults", action="store_true")
+    parser.add_argument("--faults-only", action="store_true", help="skip the throughput runs")
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--keep", action="store_true", help="keep the logs (replicas', HAProxy's) and print where"
@@ -172,13 +178,16 @@ def main() -> None:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cartograph-")))
         with postgres_server() as postgres:
             runs = []
-            for n in (1, args.replicas):
+            for n in () if args.faults_only else (1, args.replicas):
                 runs.append(throughput(folder, postgres, n, args.clients, args.calls, args.mode))
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)  # progress
             report["throughput"] = runs
-            report["ratio"] = round(runs[1]["calls_per_s"] / runs[0]["calls_per_s"], 2)
+            if runs:
+                report["ratio"] = round(runs[1]["calls_per_s"] / runs[0]["calls_per_s"], 2)
             if not args.skip_faults:
-                report["faults"] = faults(folder, postgres, args.replicas, args.clients, args.calls)
+                report["faults"] = faults(
+                    folder, postgres, args.replicas, args.clients, args.calls, args.mode
+                )
     report["load_average_after"] = os.getloadavg()
     if args.json:
         print(json.dumps(report, indent=2))
@@ -188,7 +197,8 @@ def main() -> None:
             f"{run['replicas']} replica(s): {run['calls_per_s']} calls/s, p50 {run['p50_ms']} ms, "
             f"p99 {run['p99_ms']} ms, {run['answered']} answered, {run['failed_attempts']} failed"
         )
-    print(f"ratio {args.replicas}:1 = {report['ratio']} on {report['cores']} cores")
+    if "ratio" in report:
+        print(f"ratio {args.replicas}:1 = {report['ratio']} on {report['cores']} cores")
     if "faults" in report:
         f = report["faults"]
         print(f"faults: {f['events']}")
