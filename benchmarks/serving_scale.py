@@ -241,10 +241,9 @@ def change(state: Path, what: str, run: int) -> dict[str, Any]:
             for t in old.body.tools
         )
         server = ServerDef(name=name, description=old.body.capability.summary, tools=tools)
-        version = old.version + 1
     else:
         server, _ = _server(random.Random(run), 900_000 + run, 25)
-        version = 1
+    version = store.accepted_version(server.name) + 1  # a re-run re-attests, never reuses
     generator = TemplateGenerator()
     text = generator.describe_all([server])[server.name]
     with store.batch():

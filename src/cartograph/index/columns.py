@@ -30,6 +30,7 @@ from cartograph.index.entries import IndexEntry
 from cartograph.index.text import tokenize
 
 IntArray = npt.NDArray[np.int64]
+IdArray = npt.NDArray[np.int32]
 TOOL_FIELDS: Final = ("name", "description", "arguments", "examples")
 VOCABULARY_FILE: Final = "vocabulary.json"
 NAMES_FILE: Final = "names.json"
@@ -37,9 +38,9 @@ NAMES_FILE: Final = "names.json"
 
 @dataclass(frozen=True)
 class Rows:
-    """Rows of token ids, CSR: row i is ``ids[offsets[i]:offsets[i + 1]]``."""
+    """Rows of token ids, CSR: row i is ``ids[offsets[i]:offsets[i + 1]]`` (int32 ids)."""
 
-    ids: IntArray
+    ids: IdArray
     offsets: IntArray
 
     @property
@@ -49,7 +50,7 @@ class Rows:
     def span(self, start: int, stop: int) -> Rows:
         """Rows ``start`` to ``stop``, offsets rebased to 0 (the ids are copied)."""
         first, last = int(self.offsets[start]), int(self.offsets[stop])
-        ids: IntArray = np.array(self.ids[first:last], dtype=np.int64)
+        ids: IdArray = np.array(self.ids[first:last], dtype=np.int32)
         offsets: IntArray = np.array(self.offsets[start : stop + 1], dtype=np.int64) - first
         return Rows(ids, offsets)
 
@@ -59,12 +60,18 @@ class Rows:
         rows: IntArray = np.repeat(np.arange(self.count, dtype=np.int64), lengths)
         return rows, np.asarray(self.ids, dtype=np.int64)
 
+    def keys(self, size: int) -> IntArray:
+        """Every occurrence as one key, ``token id * size + row`` (``size`` ≥ the row count)."""
+        keys: IntArray = np.asarray(self.ids, dtype=np.int64) * max(size, 1)
+        keys += np.repeat(np.arange(self.count, dtype=np.int64), np.diff(self.offsets))
+        return keys
+
     @staticmethod
     def concat(parts: Sequence[Rows]) -> Rows:
         """The rows of ``parts`` one after another."""
         if not parts:
-            return Rows(np.zeros(0, np.int64), np.zeros(1, np.int64))
-        ids = np.concatenate([p.ids for p in parts]).astype(np.int64, copy=False)
+            return Rows(np.zeros(0, np.int32), np.zeros(1, np.int64))
+        ids = np.concatenate([p.ids for p in parts]).astype(np.int32, copy=False)
         shifts = np.cumsum([0] + [len(p.ids) for p in parts[:-1]])
         offsets = [np.zeros(1, np.int64)]
         offsets += [p.offsets[1:] + shift for p, shift in zip(parts, shifts, strict=True)]
@@ -73,7 +80,7 @@ class Rows:
     @staticmethod
     def of(rows: Sequence[Sequence[int]]) -> Rows:
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        flat = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(lengths.sum()))
+        flat = np.fromiter((i for r in rows for i in r), dtype=np.int32, count=int(lengths.sum()))
         return Rows(flat, np.concatenate(([0], np.cumsum(lengths))).astype(np.int64))
 
 

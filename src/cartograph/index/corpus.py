@@ -154,15 +154,23 @@ def build_corpus(entries: Sequence[IndexEntry], embedder: Embedder, vectors: Vec
     return corpus_from_columns(columns_from_entries(entries), embedder, vectors)
 
 
-def corpus_from_columns(columns: ToolColumns, embedder: Embedder, vectors: Vectors) -> Corpus:
-    """Assemble a corpus from token columns and the tools' vectors (same order)."""
+def corpus_from_columns(
+    columns: ToolColumns,
+    embedder: Embedder,
+    vectors: Vectors,
+    lexical: LexicalFields | None = None,
+) -> Corpus:
+    """Assemble a corpus from token columns and the tools' vectors (same order).
+
+    ``lexical`` is :func:`lexical_fields` of ``columns`` when the caller fitted it already.
+    """
     return Corpus(
         servers=columns.servers,
         tool_server=columns.tool_server,
         tool_names=columns.tool_names,
         tool_vectors=serving_matrix(vectors),
         centroids=server_centroids(vectors, columns.tool_server, len(columns.servers)),
-        lexical=lexical_fields(columns),
+        lexical=lexical if lexical is not None else lexical_fields(columns),
         embedder=embedder,
     )
 
@@ -269,14 +277,13 @@ def lexical_fields(columns: ToolColumns) -> LexicalFields:
 
     def bm25(*fields: str) -> FieldIndex:
         # One field's occurrences at a time: at 100k tools each is tens of MB.
-        docs, ids = _occurrences(columns, fields)
-        return FieldIndex.from_pairs(docs, ids, words, size)
+        return FieldIndex.from_keys(_occurrences(columns, fields), words, size)
 
-    docs, ids = columns.server_docs.pairs()
-    server = FieldIndex.from_pairs(docs, ids, words, len(columns.servers))
-    docs, ids = _occurrences(columns, ("name", "description", "arguments"))
-    jaccard = JaccardIndex.from_pairs(docs, ids, words, size)
-    del docs, ids
+    servers = len(columns.servers)
+    server = FieldIndex.from_keys(columns.server_docs.keys(servers), words, servers)
+    jaccard = JaccardIndex.from_keys(
+        _occurrences(columns, ("name", "description", "arguments")), words, size
+    )
     return LexicalFields(
         full=bm25("name", "description", "arguments"),
         name=bm25("name"),
@@ -289,9 +296,7 @@ def lexical_fields(columns: ToolColumns) -> LexicalFields:
     )
 
 
-def _occurrences(columns: ToolColumns, fields: Sequence[str]) -> tuple[IntArray, IntArray]:
-    """(tool, token id) of every occurrence in ``fields`` of every tool."""
-    parts = [columns.fields[f].pairs() for f in fields]
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+def _occurrences(columns: ToolColumns, fields: Sequence[str]) -> IntArray:
+    """Every occurrence in ``fields`` of every tool, as ``token id * tools + tool`` keys."""
+    keys: IntArray = np.concatenate([columns.fields[f].keys(columns.size) for f in fields])
+    return keys

@@ -27,6 +27,7 @@ next restart loads it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,12 @@ from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import PersistedIndexError
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.columns import ColumnsBuilder, ToolColumns
-from cartograph.index.corpus import LARGE_CORPUS_TOOLS, Corpus, corpus_from_columns
+from cartograph.index.corpus import (
+    LARGE_CORPUS_TOOLS,
+    Corpus,
+    corpus_from_columns,
+    lexical_fields,
+)
 from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards
 from cartograph.index.snapshot import BaseSnapshot, SnapshotStore, snapshot_key
@@ -68,9 +74,15 @@ def persisted_corpus(
     if loaded is not None:
         return loaded
     base = snapshots.base(embedder)
-    columns, vectors = _build(cards, embedder, cache, store, exclude, base, progress)
-    corpus = corpus_from_columns(columns, embedder, vectors)
-    del base, vectors  # the base's mapped files may be pruned by the save below
+    columns, pieces = _plan(cards, embedder, store, exclude, base)
+    # Lexical first, then the model (if anything is to be embedded) and the
+    # matrix: the fitting's temporaries and the model are never held together.
+    lexical = lexical_fields(columns)
+    _embed_missing([p for p in pieces if isinstance(p, _Fresh)], embedder, cache, store, progress)
+    vectors = _assemble(pieces, columns.size, embedder.dim, base)
+    del base, pieces
+    corpus = corpus_from_columns(columns, embedder, vectors, lexical)
+    del vectors
     if corpus.size:
         try:
             snapshots.save(corpus, key, columns, digests, exclude)
@@ -95,16 +107,14 @@ _Piece = tuple[int, int] | _Fresh
 """Each indexed server's rows: a (start, stop) span of the base, or a re-indexed card."""
 
 
-def _build(
+def _plan(
     cards: VerifiedCards,
     embedder: Embedder,
-    cache: EmbeddingCache | None,
     store: VectorStore,
     exclude: frozenset[ToolKey],
     base: BaseSnapshot | None,
-    progress: ProgressCallback | None,
-) -> tuple[ToolColumns, Vectors]:
-    """Token columns and vectors of every indexed tool, copying what ``base`` has."""
+) -> tuple[ToolColumns, list[_Piece]]:
+    """Token columns of every indexed tool, and where each server's vectors come from."""
     reusable = _reusable(cards, exclude, base)
     spans = base.columns.server_spans() if base is not None else {}
     builder = ColumnsBuilder(base.columns.vocabulary if base is not None else ())
@@ -121,12 +131,10 @@ def _build(
             fresh.entries = []  # only cards still to embed keep their entries
         if fresh.keep:
             pieces.append(fresh)
-    _embed_missing([p for p in pieces if isinstance(p, _Fresh)], embedder, cache, store, progress)
-    columns = builder.build()
     _log.info(
         "index build: %d of %d servers copied from the last snapshot", len(reusable), len(cards)
     )
-    return columns, _assemble(pieces, columns.size, embedder.dim, base)
+    return builder.build(), pieces
 
 
 def _reusable(
@@ -204,15 +212,18 @@ def _assemble(pieces: Sequence[_Piece], size: int, dim: int, base: BaseSnapshot 
     dtype = STORED_DTYPE if size >= LARGE_CORPUS_TOOLS else np.float32
     out: Vectors = np.empty((size, dim), dtype=dtype)
     row = 0
-    for piece in pieces:
-        if isinstance(piece, _Fresh):
-            block = piece.vectors
-        else:
-            assert base is not None  # a span is only planned when there is a base
-            block = base.vectors[piece[0] : piece[1]]
-        assert block is not None
-        out[row : row + len(block)] = block
-        row += len(block)
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(base.vectors_file()) if base is not None else None
+        for piece in pieces:
+            if isinstance(piece, _Fresh):
+                block = piece.vectors
+                piece.vectors = None
+            else:
+                assert base is not None and handle is not None  # spans come from a base
+                block = base.read_rows(handle, piece[0], piece[1])
+            assert block is not None
+            out[row : row + len(block)] = block
+            row += len(block)
     if row != size:
         raise ValueError(f"assembled {row} vector rows for {size} tools")
     return out

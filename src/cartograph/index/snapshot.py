@@ -50,7 +50,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import numpy as np
 
@@ -132,6 +132,20 @@ class BaseSnapshot:
     columns: ToolColumns
     vectors: Any
     """The stored float16 matrix, memory-mapped, in the columns' row order."""
+
+    def vectors_file(self) -> BinaryIO:
+        return (self.folder / "vectors.npy").open("rb")
+
+    def read_rows(self, handle: BinaryIO, start: int, stop: int) -> Any:
+        """Rows ``start``–``stop`` of the matrix, read from the file, not through the mapping.
+
+        Pages touched through the mapping stay in this process's resident
+        memory until it is unmapped (77 MB at 100k tools); a read does not.
+        """
+        row_bytes = self.vectors.shape[1] * self.vectors.dtype.itemsize
+        handle.seek(int(self.vectors.offset) + start * row_bytes)
+        data = handle.read((stop - start) * row_bytes)
+        return np.frombuffer(data, dtype=self.vectors.dtype).reshape(stop - start, -1)
 
 
 class SnapshotStore:
