@@ -55,7 +55,7 @@ def test_background_tools_that_duplicate_a_catalog_capability_are_masked(
 ) -> None:
     world = demo[0].open_world()
     names = world.background.names
-    kept = {names[i] for i in np.flatnonzero(world.coverage < -MINILM_MEASURED_DELTA)}
+    kept = {names[i] for i in np.flatnonzero(world.kept())}
     assert {"timemachine", "calculator", "chat_with_workspace"}.isdisjoint(
         kept
     )  # time, calc, Notion

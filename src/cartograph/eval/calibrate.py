@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from cartograph.eval.data import EvalQuery
 from cartograph.index.embedders.base import Vectors
-from cartograph.index.open_world import Background, coverage, margin
+from cartograph.index.open_world import coverage, margin
 from cartograph.index.tool_index import ToolIndex
 
 IntArray = npt.NDArray[np.int64]
@@ -198,21 +198,21 @@ def open_world_rule(
 ) -> RuleSets:
     """The open-world rule: abstain when a background tool fits better than ours by ``delta``.
 
+    The margins do not depend on ``delta`` (the mask does not either), so each
+    query's margin is computed once.
+
     With the gold servers removed, the background mask is recomputed from the
     remaining tools: that catalog is what "nothing here fits" looks like.
     """
-    samples: dict[str, list[_OpenWorldSample]] = {}
+    margins: dict[str, npt.NDArray[np.float64]] = {}
     for s in servable:
-        samples[s.name] = _open_world_samples(s.index, s.queries, without_gold=False)
-        samples[f"{s.name}{REMOVED}"] = _open_world_samples(s.index, s.queries, without_gold=True)
+        margins[s.name] = _open_world_margins(s.index, s.queries, without_gold=False)
+        margins[f"{s.name}{REMOVED}"] = _open_world_margins(s.index, s.queries, without_gold=True)
     for s in ooc:
-        samples[s.name] = _open_world_samples(s.index, s.queries, without_gold=False)
+        margins[s.name] = _open_world_margins(s.index, s.queries, without_gold=False)
 
     def decide(delta: float) -> Decisions:
-        return {
-            name: np.array([x.margin(delta) < -delta for x in rows], dtype=bool)
-            for name, rows in samples.items()
-        }
+        return {name: v < -delta for name, v in margins.items()}
 
     return RuleSets(
         params=tuple(deltas),
@@ -301,24 +301,15 @@ def _kept_tools(index: ToolIndex, q: EvalQuery) -> npt.NDArray[np.bool_]:
     return np.array([server not in gold_servers for server, _ in index.corpus.keys])
 
 
-@dataclass(frozen=True)
-class _OpenWorldSample:
-    """One query's inputs to the open-world rule: its rows, our best per row, our coverage."""
-
-    background: Background
-    rows: Vectors
-    ours: Vectors
-    covered: Vectors
-
-    def margin(self, delta: float) -> float:
-        return margin(self.background, self.covered, self.rows, self.ours, delta)
-
-
-def _open_world_samples(
+def _open_world_margins(
     index: ToolIndex, queries: Sequence[EvalQuery], *, without_gold: bool
-) -> list[_OpenWorldSample]:
-    world = index.open_world()
-    background = world.background
+) -> npt.NDArray[np.float64]:
+    """Each query's open-world margin; ``without_gold``: in the catalog minus its gold servers.
+
+    The background mask is recomputed from the remaining tools: that catalog
+    is what "nothing here fits" looks like.
+    """
+    background = index.open_world().background
     task_sims = index.corpus.tool_similarities(background.tasks)
     by_removed: dict[bytes, Vectors] = {}
     out = []
@@ -330,5 +321,5 @@ def _open_world_samples(
         if token not in by_removed:
             by_removed[token] = coverage(background, task_sims[:, keep])
         ours = sims[:, keep].max(axis=1) if keep.any() else np.full(len(sims), -1.0)
-        out.append(_OpenWorldSample(background, ctx.vectors(), ours, by_removed[token]))
-    return out
+        out.append(margin(background, by_removed[token], ctx.vectors(), ours))
+    return np.array(out)

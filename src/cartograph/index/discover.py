@@ -172,7 +172,7 @@ def should_abstain(
         return confidence < (DEFAULT_ABSTAIN_THRESHOLD if threshold is None else threshold)
     ours = ctx.best_per_row()
     rows = ctx.vectors()[: len(ours)]
-    return index.open_world().margin(rows, ours, delta) < -delta
+    return index.open_world().margin(rows, ours) < -delta
 
 
 def task_confidence(ctx: QueryContext) -> float:

@@ -16,10 +16,9 @@ given), so nothing here is tied to one embedder.
 
 Background tools that duplicate a capability of *this* catalog (time, web
 search, SQL, calculators…) must not make it abstain. The mask is derived from
-the catalog alone, never from a query: a background tool is dropped when the
-rule itself would not abstain on its own example tasks, i.e. when its median
-task fits some catalog tool at least as well as it fits the background tool
-(within ``delta``). The decision is then::
+the catalog alone, never from a query: a background tool is dropped when its
+median example task fits some catalog tool at least as well as it fits the
+background tool itself (:func:`coverage` >= 0). The decision is then::
 
     margin  = max over the task and its steps of (best catalog cosine - best kept background cosine)
     abstain = margin < -delta
@@ -52,10 +51,10 @@ BACKGROUND_FILE: Final = "metatool.json"
 # ours before discover abstains, per model id. Empty: the rule is measured but
 # not on by default. For the shipped MiniLM the calibrated delta is
 # MINILM_MEASURED_DELTA (at most 2 % false abstention on each servable set,
-# template cards); held out it caught 50 % of out-of-catalog tasks against 33 %
-# for the raw cosine, but it abstained on 3.3 % of servable single-step tasks
-# (cosine: 2.2 %) and on the demo's own "remember that Alice works at Acme as an
-# engineer" (a background hiring tool matches "engineer"); docs/retrieval.md.
+# template cards); held out it caught 56 % of out-of-catalog tasks against 33 %
+# for the raw cosine at the same false rate, but it abstains on the demo's own
+# check "remember that Alice works at Acme as an engineer" (a background hiring
+# tool matches "engineer"); docs/retrieval.md.
 CALIBRATED_DELTAS: Final[dict[str, float]] = {}
 MINILM_MEASURED_DELTA: Final = 0.05
 
@@ -125,21 +124,24 @@ class OpenWorld:
         self.background = background
         self.coverage = coverage(background, corpus.tool_similarities(background.tasks))
 
-    def margin(self, rows: Vectors, ours: Vectors, delta: float) -> float:
+    def kept(self) -> npt.NDArray[np.bool_]:
+        """Background tools that stand for the rest of the world here (not duplicates of ours)."""
+        return np.asarray(self.coverage < 0.0)
+
+    def margin(self, rows: Vectors, ours: Vectors) -> float:
         """:func:`margin` against this catalog's mask."""
-        return margin(self.background, self.coverage, rows, ours, delta)
+        return margin(self.background, self.coverage, rows, ours)
 
 
-def margin(
-    background: Background, covered: Vectors, rows: Vectors, ours: Vectors, delta: float
-) -> float:
+def margin(background: Background, covered: Vectors, rows: Vectors, ours: Vectors) -> float:
     """max over ``rows`` (task, steps) of best-of-ours minus best kept background cosine.
 
     ``ours``: each row's best cosine to our catalog (the ranker's product);
     ``covered``: :func:`coverage` of our catalog. A background tool is kept
-    (stands for the rest of the world) when its coverage is below ``-delta``.
+    (stands for the rest of the world) when its coverage is below 0. With no
+    background tool kept there is no evidence against us: 1.0.
     """
-    keep = covered < -delta
+    keep = covered < 0.0
     if not keep.any():
         return 1.0
     theirs = (np.atleast_2d(rows) @ background.tools[keep].T).max(axis=1)
