@@ -69,8 +69,8 @@ def clarity(load: Load) -> dict[str, int]:
     connection without an answer, the SDK's ``MCPError`` "SSE stream ended
     without a response" when the replica had begun an event-stream answer
     (sticky mode). Every other failure should carry a code, Cartograph's or the
-    balancer's (``http-error`` bodies, docs/fleet.md); the SDK's own 404
-    "Session not found" (a sticky session whose replica is gone) has none.
+    balancer's (``http-error`` bodies, docs/fleet.md), e.g. ``unknown_session``
+    for a sticky session whose replica is gone.
     """
     seen: Counter[str] = Counter()
     for attempt in load.failed:

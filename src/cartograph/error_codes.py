@@ -393,7 +393,9 @@ CATALOG_ON_ROUTED_MOUNT: Final = _code(
 MISDIRECTED_HOST: Final = _code("misdirected_host", "the Host header does not name this server")
 ORIGIN_FORBIDDEN: Final = _code("origin_forbidden", "the Origin header is not allow-listed")
 BAD_REQUEST: Final = _code("bad_request", "audit outcome: the MCP SDK answered HTTP 400")
-UNKNOWN_SESSION: Final = _code("unknown_session", "audit outcome: the MCP session id is unknown")
+UNKNOWN_SESSION: Final = _code(
+    "unknown_session", "the MCP session id is unknown here (ended, expired, or its replica is gone)"
+)
 METHOD_NOT_ALLOWED: Final = _code("method_not_allowed", "audit outcome: HTTP 405")
 NOT_ACCEPTABLE: Final = _code("not_acceptable", "audit outcome: HTTP 406 (Accept header)")
 BODY_TOO_LARGE: Final = _code("body_too_large", "audit outcome: the request body is too large")

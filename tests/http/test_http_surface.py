@@ -139,6 +139,11 @@ def test_unknown_and_terminated_sessions_get_404() -> None:
     assert unknown.status_code == 404
     assert closed.status_code in (200, 204)
     assert after.status_code == 404
+    # Cartograph's code and advice, not the SDK's bare "Session not found".
+    for response in (unknown, after):
+        error = response.json()["error"]
+        assert error["data"] == {"code": "unknown_session"}
+        assert "open a new session (initialize)" in error["message"]
 
 
 @pytest.mark.promise("P-HTTP-4")

@@ -8,6 +8,13 @@ such a reply goes out, rewrites it with the error owed to each request id in
 the body (:func:`~cartograph.server.jsonrpc_refusal.refusals_for`): one error
 object for one request, an array for a batch. Anything else passes untouched,
 and the status stays 400.
+
+The SDK's 404 "Session not found" (an unknown, ended or expired session, or
+one presented with another principal's token) gets Cartograph's code and
+advice in the same way: ``data.code`` ``unknown_session`` and a message saying
+to open a new session. Behind a balancer in sticky mode this is what the
+sessions of a lost replica meet next (docs/fleet.md), and a bare "Session not
+found" did not say what to do.
 """
 
 from __future__ import annotations
@@ -17,7 +24,14 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
+from cartograph import error_codes as codes
 from cartograph.server.jsonrpc_refusal import refusals_for
+
+SDK_UNKNOWN_SESSION = "Session not found"
+UNKNOWN_SESSION_MESSAGE = (
+    "session not found: it ended, expired, or was held by a replica that is gone; "
+    "open a new session (initialize) and send the request again"
+)
 
 
 def with_request_ids(
@@ -36,7 +50,7 @@ def with_request_ids(
         return message
 
     async def rewriting(message: Message) -> None:
-        if message["type"] == "http.response.start" and message["status"] == 400:
+        if message["type"] == "http.response.start" and message["status"] in (400, 404):
             held.append(message)
             return
         if not held:
@@ -55,7 +69,7 @@ def with_request_ids(
 def _rewritten(messages: list[Message], request: bytes) -> list[Message]:
     start, chunks = messages[0], messages[1:]
     reply = b"".join(m.get("body", b"") for m in chunks if m["type"] == "http.response.body")
-    fixed = _with_ids(reply, request)
+    fixed = _with_ids(reply, request) if start["status"] == 400 else _coded_unknown_session(reply)
     if fixed is None:
         return messages
     headers = [
@@ -77,3 +91,17 @@ def _with_ids(reply: bytes, request: bytes) -> bytes | None:
     if not owed:
         return None
     return json.dumps(owed[0] if len(owed) == 1 else owed).encode("utf-8")
+
+
+def _coded_unknown_session(reply: bytes) -> bytes | None:
+    """The SDK's "Session not found" with ``unknown_session`` and advice; None for anything else."""
+    try:
+        parsed: Any = json.loads(reply)
+    except ValueError:
+        return None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    if not isinstance(error, dict) or error.get("message") != SDK_UNKNOWN_SESSION:
+        return None
+    error["message"] = UNKNOWN_SESSION_MESSAGE
+    error["data"] = {"code": codes.UNKNOWN_SESSION}
+    return json.dumps(parsed).encode("utf-8")
