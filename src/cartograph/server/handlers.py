@@ -39,11 +39,10 @@ from cartograph.errors import (
     PolicyError,
     UnknownToolError,
 )
-from cartograph.gateway.arguments import MetaCall, repair_meta_call
+from cartograph.gateway.arguments import repair_meta_call
 from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now
 from cartograph.gateway.pool import partition_key
 from cartograph.gateway.results import error_code, error_result
-from cartograph.index.discover import DiscoverResult
 from cartograph.server import metrics
 from cartograph.server.discover_reply import discover_structured, discover_text
 from cartograph.server.offload import run_cpu
@@ -55,6 +54,7 @@ from cartograph.server.passthrough import (
     split_prompt_name,
     split_resource_uri,
 )
+from cartograph.server.pending import PendingRecord, with_repairs
 from cartograph.server.runtime import CatalogRuntime, policy_allows
 from cartograph.server.tools import CALL, DISCOVER, MAX_K, PROXY_TOOLS, STATUS, proxy_tool
 from cartograph.telemetry import annotate, finish, span
@@ -205,7 +205,7 @@ class ProxyHandlers:
         client = client if client is not None else context.client
         progress = progress if progress is not None else context.progress
         started = time.perf_counter()
-        record = _Pending(proxy_tool=name, arguments=arguments, trace=context.trace)
+        record = PendingRecord(proxy_tool=name, arguments=arguments, trace=context.trace)
         annotate(catalog=self.catalog)
         try:
             result = await self._dispatch(
@@ -239,7 +239,7 @@ class ProxyHandlers:
         principal: str | None,
         client: str | None,
         progress: ProgressFnT | None,
-        record: _Pending,
+        record: PendingRecord,
     ) -> CallToolResult:
         # Authorize before anything else: a principal outside this catalog must not
         # learn which tools its policy exposes (the refusal would differ otherwise).
@@ -260,7 +260,7 @@ class ProxyHandlers:
             return self._status(arguments)
         return await self._call(arguments, principal, client, progress, record)
 
-    async def _discover(self, arguments: dict[str, Any], record: _Pending) -> CallToolResult:
+    async def _discover(self, arguments: dict[str, Any], record: PendingRecord) -> CallToolResult:
         """Check the arguments here, then rank in a worker thread (P-REL-10).
 
         The length check runs first so an oversized task costs nothing but the
@@ -331,7 +331,7 @@ class ProxyHandlers:
         principal: str | None,
         client: str | None,
         progress: ProgressFnT | None,
-        record: _Pending,
+        record: PendingRecord,
     ) -> CallToolResult:
         meta = repair_meta_call(arguments, self._known)
         record.target(meta)
@@ -354,7 +354,7 @@ class ProxyHandlers:
             client=client,
             progress_callback=progress,
         )
-        return _with_repairs(result, meta)
+        return with_repairs(result, meta)
 
     # -- resources and prompts (server/passthrough.py) -------------------------------
 
@@ -395,7 +395,7 @@ class ProxyHandlers:
         self, uri: str, *, principal: str | None, client: str | None = None
     ) -> ReadResourceResult:
         """Authorize, map back, read through the gateway and audit one ``resources/read``."""
-        record = _Pending(proxy_tool="resources/read", arguments=None)
+        record = PendingRecord(proxy_tool="resources/read", arguments=None)
         client = client if client is not None else _current_client()
 
         async def read() -> ReadResourceResult:
@@ -433,7 +433,7 @@ class ProxyHandlers:
         client: str | None = None,
     ) -> GetPromptResult:
         """Authorize, map back, render through the gateway and audit one ``prompts/get``."""
-        record = _Pending(proxy_tool="prompts/get", arguments=arguments)
+        record = PendingRecord(proxy_tool="prompts/get", arguments=arguments)
         client = client if client is not None else _current_client()
 
         async def get() -> GetPromptResult:
@@ -469,7 +469,7 @@ class ProxyHandlers:
             )
 
     async def _content_request(
-        self, record: _Pending, principal: str | None, run: Callable[[], Awaitable[_R]]
+        self, record: PendingRecord, principal: str | None, run: Callable[[], Awaitable[_R]]
     ) -> _R:
         """One authorization decision and one audit record, as for a proxy tool call."""
         started = time.perf_counter()
@@ -489,7 +489,7 @@ class ProxyHandlers:
             self._audit_outcome(record, principal, outcome, started)
 
     def _audit_outcome(
-        self, record: _Pending, principal: str | None, outcome: str, started: float
+        self, record: PendingRecord, principal: str | None, outcome: str, started: float
     ) -> None:
         self.audit.write(
             AuditRecord(
@@ -511,7 +511,7 @@ class ProxyHandlers:
 
     async def _audit(
         self,
-        record: _Pending,
+        record: PendingRecord,
         principal: str | None,
         result: CallToolResult | None,
         started: float,
@@ -535,7 +535,7 @@ class ProxyHandlers:
         else:
             self.audit.write(entry)
 
-    def _observe(self, record: _Pending, result: CallToolResult, started: float) -> None:
+    def _observe(self, record: PendingRecord, result: CallToolResult, started: float) -> None:
         """Count the answered call for ``/metrics`` (the facts of its audit record)."""
         found = record.found
         metrics.observe(
@@ -548,7 +548,7 @@ class ProxyHandlers:
             abstained=bool(found.abstained) if found is not None else None,
         )
 
-    async def _learn(self, record: _Pending, result: CallToolResult, session: str) -> None:
+    async def _learn(self, record: PendingRecord, result: CallToolResult, session: str) -> None:
         """Tell learning what the session asked for and which calls then served it."""
         learning = self.runtime.learning
         if learning is None:
@@ -572,34 +572,6 @@ def _outcome(result: CallToolResult | None) -> str:
     if result is None:
         return "cancelled"
     return error_code(result) or ("tool_error" if result.is_error else "ok")
-
-
-class _Pending:
-    """What the audit record will say, filled in as the call is understood."""
-
-    def __init__(self, proxy_tool: str, arguments: Any, trace: str | None = None) -> None:
-        self.proxy_tool = proxy_tool
-        self.arguments = arguments
-        self.trace = trace
-        self.server: str | None = None
-        self.tool: str | None = None
-        self.repairs: tuple[str, ...] = ()
-        self.found: DiscoverResult | None = None
-
-    def target(self, meta: MetaCall) -> None:
-        self.server, self.tool, self.repairs = meta.server, meta.tool, meta.repairs
-        self.arguments = meta.arguments
-
-
-def _with_repairs(result: CallToolResult, meta: MetaCall) -> CallToolResult:
-    """Say what was repaired without touching the upstream's own content."""
-    if not meta.repairs:
-        return result
-    note = {"cartograph/repaired": list(meta.repairs)}
-    text = TextContent(text=f"[cartograph repaired this call: {'; '.join(meta.repairs)}]")
-    return result.model_copy(
-        update={"meta": {**(result.meta or {}), **note}, "content": [*result.content, text]}
-    )
 
 
 def _redact(exc: CartographError, runtime: CatalogRuntime) -> CartographError:
