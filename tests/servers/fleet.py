@@ -113,6 +113,10 @@ def haproxy_config(mode: Mode, port: int, replicas: list[int]) -> str:
         "frontend mcp",
         f"    bind 127.0.0.1:{port}",
         "    default_backend cartograph",
+        *(
+            # The log says which replica holds each session (its `initialize` line).
+            ["    capture response header mcp-session-id len 64"] if mode == "sticky" else []
+        ),
         "backend cartograph",
         "    balance roundrobin",
         # HTTP/1.1 with a Host header: the replicas refuse requests without one (P-HTTP-1).
@@ -226,11 +230,23 @@ class Fleet:
             ).fetchall()
         return [(str(t), str(r), str(o)) for t, r, o in rows]
 
+    def session_replicas(self) -> dict[str, str]:
+        """Sticky mode: each ``Mcp-Session-Id`` the balancer saw and the server (``r1``) it
+        came from, read from the log lines of the responses that carried it."""
+        found: dict[str, str] = {}
+        for line in self.balancer_log():
+            request = _HTTPLOG.search(line)
+            header = _CAPTURED.search(line)
+            if request is not None and header is not None and header["session"]:
+                found.setdefault(header["session"], request["server"])
+        return found
+
 
 _HTTPLOG = re.compile(
     r" (?P<backend>\S+)/(?P<server>\S+) (?:-?\d+/){4}\+?-?\d+ (?P<status>-?\d+) \S+ \S+ \S+ "
     r"(?P<term>\S{4}) "
 )
+_CAPTURED = re.compile(r" \{(?P<session>[0-9a-f]*)\} \"")
 
 
 def balancer_outcomes(lines: list[str]) -> dict[str, int]:
@@ -387,6 +403,8 @@ class Attempt:
     http: str = ""
     at: float = 0.0
     """When the attempt ended, seconds since the load started."""
+    session: str = ""
+    """The ``Mcp-Session-Id`` the attempt ran in ("" before the server assigned one)."""
 
     @property
     def cause(self) -> str:
@@ -464,6 +482,7 @@ async def drive(
         sessions = retries + 1
         client = _Client(index, load, in_flight)
         while answered[index] < calls:
+            client.session = ""
             async with _http_client(client) as http:
                 transport = streamable_http_client(url, http_client=http)
                 try:
@@ -522,6 +541,7 @@ class _Client:
     phase: str = "initialize"
     started: float = 0.0
     http: list[str] = field(default_factory=list)
+    session: str = ""
 
     async def attempt(self, phase: str, step: Callable[[], Awaitable[Any]]) -> bool:
         """Run one step that is not a call (e.g. ``tools/list``); record it only if it fails."""
@@ -548,6 +568,7 @@ class _Client:
                 code=code,
                 http="; ".join(dict.fromkeys(self.http)),
                 at=time.monotonic() - self.load.started,
+                session=self.session,
             )
         )
         self.http = []
@@ -558,6 +579,7 @@ def _http_client(client: _Client) -> httpx2.AsyncClient:
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
     async def note(response: httpx2.Response) -> None:
+        client.session = response.headers.get("mcp-session-id", client.session)
         if response.status_code < 400:
             return
         method = ""
@@ -619,7 +641,8 @@ async def _calls(
         else:
             del client.in_flight[index]
             if not result.is_error:
-                load.attempts.append(Attempt(index, trace, True, time.monotonic() - client.started))
+                seconds = time.monotonic() - client.started
+                load.attempts.append(Attempt(index, trace, True, seconds, session=client.session))
                 answered[index] += 1
                 failures = 0
                 if on_progress is not None:
