@@ -14,7 +14,6 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.types import CONNECTION_CLOSED
 
 from tests.servers.events import InFlight, wait_gone
 from tests.servers.support import scriptable, toml_for
@@ -113,7 +112,7 @@ def test_every_stdout_byte_is_json_rpc_even_with_debug_logging(tmp_path: Path) -
 def test_shutdown_ends_in_flight_calls_and_leaves_no_upstream_child(
     tmp_path: Path, how: str
 ) -> None:
-    config = write_config(tmp_path)
+    config = write_config(tmp_path, audit_log=str(tmp_path / "audit.jsonl"))
     with (
         InFlight(tmp_path) as in_flight,
         subprocess.Popen(
@@ -134,13 +133,15 @@ def test_shutdown_ends_in_flight_calls_and_leaves_no_upstream_child(
             assert process.wait(timeout=30) == 0
         finally:
             process.kill()
+    # Either way the proxy drains before the SDK session ends: the client, which may
+    # still read stdout after closing stdin, gets a tool error naming the cause, not
+    # the SDK's generic "Connection closed".
     assert reply["id"] == 3
-    if how == "sigterm":  # the proxy drains: the call ends as a tool error naming the cause
-        assert reply["result"]["isError"] is True
-        assert reply["result"]["structuredContent"]["error"]["code"] == "shutting_down"
-    else:  # EOF ends the SDK session first: it answers the request as closed
-        assert reply["error"] == {"code": CONNECTION_CLOSED, "message": "Connection closed"}
+    assert reply["result"]["isError"] is True
+    assert reply["result"]["structuredContent"]["error"]["code"] == "shutting_down"
     assert wait_gone(upstream_pid)
+    calls = [r for r in _audit_records(tmp_path) if r["proxy_tool"] == "call"]
+    assert [(r["tool"], r["outcome"]) for r in calls] == [("announce", "shutting_down")]
 
 
 def _start_a_call_that_never_ends(process: subprocess.Popen[bytes], in_flight: InFlight) -> int:
@@ -162,6 +163,11 @@ def _start_a_call_that_never_ends(process: subprocess.Popen[bytes], in_flight: I
     send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
           "params": {"name": "call", "arguments": arguments}})  # fmt: skip
     return in_flight.wait()
+
+
+def _audit_records(tmp_path: Path) -> list[dict[str, Any]]:
+    lines = (tmp_path / "audit.jsonl").read_text("utf-8").splitlines()
+    return [json.loads(line) for line in lines]
 
 
 def _read_reply(process: subprocess.Popen[bytes]) -> dict[str, Any]:

@@ -156,6 +156,14 @@ async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
             return
         runtime.audit.write(refusal_record(catalog.name, refusal))
 
+    async def end_in_flight() -> None:
+        # stdin EOF: end in-flight calls with shutting_down while stdout still
+        # carries their replies, as SIGTERM does (P-REL-7).
+        if runtime is not None:
+            logger.info("stdin closed: ending in-flight calls")
+            await runtime.gateway.aclose()
+            await _drain(runtime)
+
     async def boot() -> None:
         nonlocal runtime
         try:
@@ -177,7 +185,7 @@ async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
             group.start_soon(_on_signal, group.cancel_scope, lambda: runtime)
             async with (
                 fast_stdio() as wire,
-                guarded_stdio(wire, audit_refusal) as (
+                guarded_stdio(wire, audit_refusal, end_in_flight) as (
                     read_stream,
                     write_stream,
                 ),

@@ -15,7 +15,7 @@ import contextlib
 import io
 import os
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import anyio
@@ -40,6 +40,9 @@ DRAIN_TIMEOUT: Final = 2.0
 Refused = Callable[[Refusal], None]
 """Told of each refusal as it is answered, so it can be audited (P-AUDIT-1)."""
 
+AtEof = Callable[[], Awaitable[None]]
+"""Awaited at end of input before the SDK sees it, while replies can still be written."""
+
 _OUTCOMES: Final = {PARSE_ERROR: "parse_error", INVALID_REQUEST: "invalid_request"}
 
 
@@ -61,9 +64,15 @@ def refusal_record(catalog: str, refusal: Refusal) -> AuditRecord:
 class RefusingLines:
     """Async-iterates the wire's lines, holding back (and answering) refused requests."""
 
-    def __init__(self, lines: AsyncIterable[str], on_refused: Refused | None = None) -> None:
+    def __init__(
+        self,
+        lines: AsyncIterable[str],
+        on_refused: Refused | None = None,
+        at_eof: AtEof | None = None,
+    ) -> None:
         self._lines = lines.__aiter__()
         self._on_refused = on_refused
+        self._at_eof = at_eof
         self._send, self._replies = anyio.create_memory_object_stream[Refusal](REPLY_BUFFER)
         self.drained = anyio.Event()
 
@@ -76,7 +85,12 @@ class RefusingLines:
                 line = await self._lines.__anext__()
             except StopAsyncIteration:
                 # Hold the SDK's end of input until what is owed is written: at EOF the
-                # server stops and closes the write stream.
+                # server stops, answers every request still in flight with its generic
+                # "Connection closed" and closes the write stream. A client that closed
+                # only stdin still reads stdout, so in-flight calls end first, with
+                # their own error (P-REL-7).
+                if self._at_eof is not None:
+                    await self._at_eof()
                 self._send.close()
                 with anyio.move_on_after(DRAIN_TIMEOUT):
                     await self.drained.wait()
@@ -117,15 +131,20 @@ def _refusals(line: str) -> list[Refusal]:
 
 @contextlib.asynccontextmanager
 async def guarded_stdio(
-    wire: tuple[Any, Any] | None, on_refused: Refused | None = None
+    wire: tuple[Any, Any] | None,
+    on_refused: Refused | None = None,
+    at_eof: AtEof | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """``stdio_server`` over ``wire`` (else this process's stdin/stdout), with refusals answered."""
+    """``stdio_server`` over ``wire`` (else this process's stdin/stdout), with refusals answered.
+
+    ``at_eof`` runs when input ends, before the SDK is told, so replies still go out.
+    """
     async with _stdin(wire) as (stdin, stdout):
         if stdin is None:  # no way to read fd 0 ourselves here: the SDK's own path
             async with stdio_server() as streams:
                 yield streams
             return
-        guard = RefusingLines(stdin, on_refused)
+        guard = RefusingLines(stdin, on_refused, at_eof)
         options: dict[str, Any] = {"stdin": guard}
         if stdout is not None:
             options["stdout"] = stdout
