@@ -19,6 +19,7 @@ from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
 from cartograph.errors import CartographError
 from cartograph.gateway.pool import Upstream
+from cartograph.server.refresher import CoalescingRefresher
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class DriftTracker:
         self.live: dict[str, ServerDef] = {}
         self.unchecked: set[str] = set()
         """Servers whose live listing has not been compared with their card yet."""
-        self._refreshing: dict[str, bool] = {}
+        self._relists = CoalescingRefresher()
 
     @property
     def report(self) -> DriftReport:
@@ -60,22 +61,10 @@ class DriftTracker:
 
     async def _on_tools_changed(self, server: str, session: Upstream) -> None:
         """Coalesced: a flood of notifications costs one re-list in flight plus one after."""
-        if server in self._refreshing:
-            self._refreshing[server] = True
-            return
-        self._refreshing[server] = False
         try:
-            while True:
-                try:
-                    await self.refresh(server, session)
-                except CartographError as exc:
-                    logger.warning("re-listing %s after list_changed failed: %s", server, exc.code)
-                    return
-                if not self._refreshing[server]:
-                    return
-                self._refreshing[server] = False
-        finally:
-            del self._refreshing[server]
+            await self._relists.trigger(server, lambda: self.refresh(server, session))
+        except CartographError as exc:
+            logger.warning("re-listing %s after list_changed failed: %s", server, exc.code)
 
     async def refresh(self, server: str, session: Upstream) -> None:
         """Re-list ``server`` on ``session`` and fold the listing into the view."""

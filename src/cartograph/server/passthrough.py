@@ -27,6 +27,7 @@ from urllib.parse import quote, unquote
 
 from cartograph.errors import CartographError
 from cartograph.gateway.pool import Upstream
+from cartograph.server.refresher import CoalescingRefresher
 from cartograph.upstream.content import ContentKind, ContentListing
 
 logger = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ class CatalogContent:
         self.catalog = catalog
         self.listings: dict[str, ContentListing] = {}
         self._listeners: list[ChangeListener] = []
-        self._refreshing: dict[str, bool] = {}
+        self._relists = CoalescingRefresher()
 
     def subscribe(self, listener: ChangeListener) -> None:
         """Call ``listener(kind)`` whenever a server's resources or prompts listing changes."""
@@ -107,18 +108,7 @@ class CatalogContent:
 
     async def changed(self, server: str, session: Upstream) -> None:
         """Coalesced like ``tools/list_changed``: one re-list in flight plus one after."""
-        if server in self._refreshing:
-            self._refreshing[server] = True
-            return
-        self._refreshing[server] = False
-        try:
-            while True:
-                await self._refresh(server, session)
-                if not self._refreshing[server]:
-                    return
-                self._refreshing[server] = False
-        finally:
-            del self._refreshing[server]
+        await self._relists.trigger(server, lambda: self._refresh(server, session))
 
     async def _refresh(self, server: str, session: Upstream) -> None:
         if not getattr(session, "offers", None):
