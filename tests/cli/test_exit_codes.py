@@ -168,3 +168,31 @@ def documented_exit_codes() -> dict[str, int]:
 
 def test_the_docs_exit_code_table_matches_the_app() -> None:
     assert documented_exit_codes() == {family.__name__: code for family, code in EXIT_CODES}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("discover", "a task"), ("eval",), ("eval", "--learning"), ("rift",)],
+    ids=["discover", "eval", "eval-learning", "rift"],
+)
+def test_a_mistyped_embedder_is_a_usage_error_naming_the_close_one_and_every_known_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    result = invoke(tmp_path, monkeypatch, *args, "--embedder", "minlm")
+    assert result.exit_code == EXIT_USAGE
+    line = one_error_line(result)
+    assert error_code(result) == "unknown_embedder"
+    assert "--embedder" in line and "did you mean 'minilm'?" in line
+    assert "known embedders: fake, minilm" in line
+
+
+@pytest.mark.parametrize("args", [("discover", "a task"), ("eval",)], ids=["discover", "eval"])
+def test_a_mistyped_ranker_is_a_usage_error_naming_the_close_one_and_every_known_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    result = invoke(tmp_path, monkeypatch, *args, "-m", "hybird")
+    assert result.exit_code == EXIT_USAGE
+    line = one_error_line(result)
+    assert error_code(result) == "unknown_ranker"
+    assert "--method" in line and "did you mean 'hybrid'?" in line
+    assert "known rankers: hybrid, two-stage, dense, bm25, jaccard, random" in line

@@ -15,6 +15,7 @@ from typer._click.core import Context
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
+from cartograph import error_codes as codes
 from cartograph.errors import (
     CardError,
     CartographError,
@@ -128,6 +129,56 @@ SnapshotOption = Annotated[
 ]
 """``--catalog`` for commands that sign a snapshot in memory by design (rift, stubs)."""
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _known_embedder(value: str | None) -> str | None:
+    """Refuse an unknown ``--embedder`` while parsing: a usage error (2), before any work."""
+    if value is None:
+        return None
+    from cartograph.index.embedders import embedder_names
+
+    _refuse_unknown("--embedder", value, embedder_names(), "embedders", codes.UNKNOWN_EMBEDDER)
+    return value
+
+
+def _known_ranker(value: str | None) -> str | None:
+    """Refuse an unknown ``--method`` while parsing: a usage error (2), before any work."""
+    if value is None:
+        return None
+    from cartograph.index.rankers import RANKER_NAMES
+
+    _refuse_unknown("--method", value, RANKER_NAMES, "rankers", codes.UNKNOWN_RANKER)
+    return value
+
+
+def _refuse_unknown(flag: str, value: str, known: Sequence[str], what: str, code: str) -> None:
+    if value in known:
+        return
+    from cartograph.suggest import close_matches
+
+    matches = close_matches(value, known)
+    hint = f"did you mean {' or '.join(repr(m) for m in matches)}? " if matches else ""
+    raise OptionError(
+        f"{flag} {value!r}: no such {what[:-1]}; {hint}(known {what}: {', '.join(known)})",
+        code=code,
+    )
+
+
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder", help="Embedder (default: config or minilm).", callback=_known_embedder
+    ),
+]
+MethodOption = Annotated[
+    str | None,
+    typer.Option(
+        "--method",
+        "-m",
+        help="Ranker: hybrid, two-stage, dense, bm25, jaccard, random.",
+        callback=_known_ranker,
+    ),
+]
 
 
 def resolve_config_path(explicit: Path | None) -> Path:

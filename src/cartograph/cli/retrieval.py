@@ -12,7 +12,9 @@ from cartograph import error_codes as codes
 from cartograph.cli.app import (
     CatalogOption,
     ConfigOption,
+    EmbedderOption,
     JsonOption,
+    MethodOption,
     app,
     load_config_or_defaults,
     resolve_config_path,
@@ -20,14 +22,6 @@ from cartograph.cli.app import (
 from cartograph.cli.output import print_json, print_table, stderr, stdout, working
 from cartograph.cli.serve import THROWAWAY, CatalogNameOption, UnsafeThrowawayKeyOption
 from cartograph.errors import ConfigError, OptionError
-
-MethodOption = Annotated[
-    str | None,
-    typer.Option("--method", "-m", help="Ranker: hybrid, two-stage, dense, bm25, jaccard, random."),
-]
-EmbedderOption = Annotated[
-    str | None, typer.Option("--embedder", help="Embedder (default: config or minilm).")
-]
 
 
 @app.command()

@@ -17,6 +17,7 @@ import typer
 from cartograph.cli.app import (
     EXIT_CHECK_FAILED,
     ConfigOption,
+    EmbedderOption,
     JsonOption,
     SnapshotOption,
     app,
@@ -117,9 +118,7 @@ def rift(
             "whose arguments tie), arguments (the paper exactly) or name+arguments.",
         ),
     ] = None,
-    embedder: Annotated[
-        str | None, typer.Option("--embedder", help="Embedder (default: config or minilm).")
-    ] = None,
+    embedder: EmbedderOption = None,
     baseline: Annotated[
         Path | None,
         typer.Option(
