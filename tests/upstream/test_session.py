@@ -192,8 +192,9 @@ def test_a_stdio_session_dropped_without_aclose_closes_its_stderr_file() -> None
 
     async def open_and_drop() -> TextIO:
         session = await UpstreamSession.open(scriptable("dropped"))
-        handle = session._stderr
-        assert handle is not None and not handle.closed
+        stderr = session._stderr
+        assert stderr is not None and not stderr.handle.closed
+        handle = stderr.handle
         return handle  # the run ends: its owner task is cancelled, the session dropped
 
     handle = asyncio.run(open_and_drop())

@@ -12,66 +12,50 @@ Failures never escape as an ``ExceptionGroup`` or a raw transport error: they
 are translated into :class:`~cartograph.errors.UpstreamError` subclasses with a
 stable code, and for stdio servers the message carries the tail of the
 server's stderr (with configured secret values redacted, P-LOG-1).
+
+The parts that are not the session's life live beside it: the change
+notifications in ``_change_feed.py``, bounded cursor-following in
+``_paging.py``, the stdio server's stderr in ``_stderr_log.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
 import json
 import logging
 import math
-import tempfile
-import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import Any, Final, Protocol, TextIO, TypeVar
+from typing import Any, Final, TypeVar
 
 import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client._transport import Transport
-from mcp.client.session import IncomingMessage
 from mcp.server import Server
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import (
-    SUBSCRIPTION_ID_META_KEY,
-    PromptsListChanged,
-    ResourcesListChanged,
-)
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from cartograph import error_codes as codes
 from cartograph.catalog.model import ServerDef, ToolDef
 from cartograph.config.model import ServerConfig
-from cartograph.errors import (
-    UpstreamError,
-    UpstreamProtocolError,
-    UpstreamRefused,
-    UpstreamUnavailable,
+from cartograph.errors import UpstreamError, UpstreamRefused, UpstreamUnavailable
+from cartograph.upstream._change_feed import (
+    ChangeFeed,
+    ContentChangedCallback,
+    ToolsChangedCallback,
 )
 from cartograph.upstream._errors import translate_error
+from cartograph.upstream._paging import MAX_LIST_PAGES, paged
+from cartograph.upstream._stderr_log import StderrLog
 from cartograph.upstream.content import ContentKind, ContentListing
 from cartograph.upstream.transports import build_transport, describe_endpoint
 
 logger = logging.getLogger(__name__)
 
-MAX_LIST_PAGES: Final = 100
-"""A paginator that never ends must not hang ``tools/list``."""
-
 CLOSE_TIMEOUT: Final = 15.0
 """Upper bound on waiting for the owner task; the SDK's stdio shutdown is itself bounded (~6 s)."""
-
-STDERR_TAIL_BYTES: Final = 2048
-
-ToolsChangedCallback = Callable[[str], Awaitable[None] | None]
-"""Called with the server name when the upstream reports ``tools/list_changed``."""
-
-ContentChangedCallback = Callable[[str, ContentKind], Awaitable[None] | None]
-"""Called with the server name and what changed on ``resources``/``prompts/list_changed``."""
 
 InProcessTarget = Server[Any]
 
@@ -79,11 +63,6 @@ _RPC_TRANSPORT_CODES: Final = frozenset({types.CONNECTION_CLOSED, types.REQUEST_
 """JSON-RPC error codes that say the connection failed, not that the server said no."""
 
 _Item = TypeVar("_Item")
-
-
-class _Page(Protocol):
-    @property
-    def next_cursor(self) -> str | None: ...
 
 
 class UpstreamSession:
@@ -105,10 +84,9 @@ class UpstreamSession:
         self._alive = False
         self._closing = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
-        self._callbacks: list[ToolsChangedCallback] = []
-        self._content_callbacks: list[ContentChangedCallback] = []
+        self._changes = ChangeFeed(cfg.name, ask_for_content=self._capabilities_unknown)
         self._auth: httpx2.Auth | None = None
-        self._stderr: TextIO | None = None
+        self._stderr: StderrLog | None = None
         self.last_error: UpstreamError | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -184,8 +162,8 @@ class UpstreamSession:
         """Keep the session open (and its list_changed stream running) until closed."""
         self._alive = True
         async with anyio.create_task_group() as tasks:
-            if self._wants_listen(client):
-                tasks.start_soon(self._listen, client)
+            if self._changes.wants_listen(client):
+                tasks.start_soon(self._changes.listen, client)
             await self._closing.wait()
             tasks.cancel_scope.cancel()
 
@@ -202,18 +180,13 @@ class UpstreamSession:
     ) -> Client:
         if target is None:
             if self.cfg.transport == "stdio":
-                # Kept open for the session's life; closed in aclose(), or when a
-                # session dropped without aclose() is collected (else the file's own
-                # finaliser raises a ResourceWarning in whatever runs next).
-                self._stderr = tempfile.TemporaryFile(  # noqa: SIM115
-                    mode="w+", encoding="utf-8", errors="replace"
-                )
-                weakref.finalize(self, _close_quietly, self._stderr)
-            target = await build_transport(self.cfg, stack, stderr=self._stderr, auth=self._auth)
+                self._stderr = StderrLog(self.cfg)  # closed in aclose(), or when collected
+            errlog = self._stderr.handle if self._stderr is not None else None
+            target = await build_transport(self.cfg, stack, stderr=errlog, auth=self._auth)
         client = Client(
             target,
             mode=self.cfg.protocol,
-            message_handler=self._on_message,
+            message_handler=self._changes.on_message,
             client_info=types.Implementation(name="cartograph", version=_version()),
             cache=None,
         )
@@ -248,7 +221,7 @@ class UpstreamSession:
 
     def _close_stderr(self) -> None:
         if self._stderr is not None:
-            _close_quietly(self._stderr)
+            self._stderr.close()
 
     # -- requests ------------------------------------------------------------------
 
@@ -260,33 +233,30 @@ class UpstreamSession:
                 :data:`MAX_LIST_PAGES` pages, or a malformed listing.
         """
         client = self._require_client()
-        tools: list[ToolDef] = []
-        size = 0
-        cursor: str | None = None
-        seen: set[str] = set()
+        sizes: list[int] = []
+
+        def tool_defs(page: types.ListToolsResult) -> list[ToolDef]:
+            wires = [
+                t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools
+            ]
+            sizes.extend(len(json.dumps(w, ensure_ascii=False).encode("utf-8")) for w in wires)
+            return [ToolDef.model_validate(wire) for wire in wires]
+
         try:
             with anyio.fail_after(self.cfg.call_timeout):
-                for _ in range(MAX_LIST_PAGES):
-                    page = await client.list_tools(cursor=cursor, cache_mode="bypass")
-                    for tool in page.tools:
-                        wire = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-                        size += len(json.dumps(wire, ensure_ascii=False).encode("utf-8"))
-                        tools.append(ToolDef.model_validate(wire))
-                    cursor = page.next_cursor
-                    if cursor is None:
-                        break
-                    if cursor in seen:
-                        raise self._protocol_error(f"tools/list repeated cursor {cursor!r}")
-                    seen.add(cursor)
-                else:
-                    raise self._protocol_error(f"tools/list went past {MAX_LIST_PAGES} pages")
+                tools = await paged(
+                    self.name,
+                    "tools/list",
+                    lambda c: client.list_tools(cursor=c, cache_mode="bypass"),
+                    tool_defs,
+                )
         except UpstreamError:
             raise
         except asyncio.CancelledError:
             raise  # the caller's cancellation, not an upstream failure
         except Exception as exc:
             raise self._translate(exc, phase="tools/list") from None
-        self.last_list_bytes = size
+        self.last_list_bytes = sum(sizes)
         return ServerDef(
             name=self.name,
             description=self.instructions or "",
@@ -364,20 +334,23 @@ class UpstreamSession:
             with anyio.fail_after(self.cfg.call_timeout):
                 probing = self._capabilities_unknown
                 if "resources" in offers:
-                    resources = await self._paged(
+                    resources = await paged(
+                        self.name,
                         "resources/list",
                         lambda c: client.list_resources(cursor=c, cache_mode="bypass"),
                         lambda page: page.resources,
                         optional=probing,
                     )
-                    templates = await self._paged(
+                    templates = await paged(
+                        self.name,
                         "resources/templates/list",
                         lambda c: client.list_resource_templates(cursor=c, cache_mode="bypass"),
                         lambda page: page.resource_templates,
                         optional=True,
                     )
                 if "prompts" in offers:
-                    prompts = await self._paged(
+                    prompts = await paged(
+                        self.name,
                         "prompts/list",
                         lambda c: client.list_prompts(cursor=c, cache_mode="bypass"),
                         lambda page: page.prompts,
@@ -390,34 +363,6 @@ class UpstreamSession:
         except Exception as exc:
             raise self._translate(exc, phase="resources/prompts list") from None
         return ContentListing(tuple(resources), tuple(templates), tuple(prompts))
-
-    async def _paged(
-        self,
-        method: str,
-        fetch: Callable[[str | None], Awaitable[_Page]],
-        items: Callable[[Any], Sequence[_Item]],
-        *,
-        optional: bool = False,
-    ) -> list[_Item]:
-        """Follow ``method``'s cursors; ``optional``: a server without the method lists nothing."""
-        found: list[_Item] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_LIST_PAGES):
-            try:
-                page = await fetch(cursor)
-            except MCPError as exc:
-                if optional and exc.error.code == types.METHOD_NOT_FOUND:
-                    return found
-                raise
-            found.extend(items(page))
-            cursor = page.next_cursor
-            if cursor is None:
-                return found
-            if cursor in seen:
-                raise self._protocol_error(f"{method} repeated cursor {cursor!r}")
-            seen.add(cursor)
-        raise self._protocol_error(f"{method} went past {MAX_LIST_PAGES} pages")
 
     async def read_resource(
         self,
@@ -470,11 +415,11 @@ class UpstreamSession:
 
     def on_content_changed(self, callback: ContentChangedCallback) -> None:
         """Register a callback for ``resources/list_changed`` and ``prompts/list_changed``."""
-        self._content_callbacks.append(callback)
+        self._changes.on_content_changed(callback)
 
     def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
         """Register a callback for the upstream's ``tools/list_changed``."""
-        self._callbacks.append(callback)
+        self._changes.on_tools_changed(callback)
 
     def _require_client(self) -> Client:
         client = self._client
@@ -486,71 +431,6 @@ class UpstreamSession:
             )
         return client
 
-    # -- notifications -------------------------------------------------------------
-
-    async def _on_message(self, message: IncomingMessage) -> None:
-        """Handshake-era servers deliver ``tools/list_changed`` here.
-
-        The SDK also tees every ``subscriptions/listen`` event to this handler;
-        those are :meth:`_listen`'s to report, or each change would fire twice.
-        """
-        if _from_listen_stream(message):
-            return
-        if isinstance(message, types.ToolListChangedNotification):
-            await self._fire_tools_changed()
-        elif isinstance(message, types.ResourceListChangedNotification):
-            await self._fire_content_changed("resources")
-        elif isinstance(message, types.PromptListChangedNotification):
-            await self._fire_content_changed("prompts")
-
-    def _wants_listen(self, client: Client) -> bool:
-        """2026-07-28 servers deliver list changes only on a ``subscriptions/listen`` stream."""
-        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            return False
-        return any(self._listen_filter(client).values())
-
-    def _listen_filter(self, client: Client) -> dict[str, bool]:
-        wanted = _listen_filter(client.server_capabilities)
-        if self._capabilities_unknown:  # ask for content changes; the ack says what is honoured
-            wanted.update(resources_list_changed=True, prompts_list_changed=True)
-        return wanted
-
-    async def _listen(self, client: Client) -> None:
-        wanted = self._listen_filter(client)
-        try:
-            async with client.listen(
-                tools_list_changed=wanted["tools_list_changed"],
-                resources_list_changed=wanted["resources_list_changed"],
-                prompts_list_changed=wanted["prompts_list_changed"],
-            ) as subscription:
-                async for event in subscription:
-                    if isinstance(event, ResourcesListChanged):
-                        await self._fire_content_changed("resources")
-                    elif isinstance(event, PromptsListChanged):
-                        await self._fire_content_changed("prompts")
-                    else:
-                        await self._fire_tools_changed()
-        except Exception as exc:  # a lost stream must not end the session
-            logger.info("upstream %s: list_changed stream ended: %s", self.name, exc)
-
-    async def _fire_content_changed(self, kind: ContentKind) -> None:
-        for callback in list(self._content_callbacks):
-            try:
-                outcome = callback(self.name, kind)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                logger.exception("upstream %s: %s_changed callback failed", self.name, kind)
-
-    async def _fire_tools_changed(self) -> None:
-        for callback in list(self._callbacks):
-            try:
-                outcome = callback(self.name)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                logger.exception("upstream %s: tools_changed callback failed", self.name)
-
     # -- errors --------------------------------------------------------------------
 
     def _translate(self, exc: BaseException, *, phase: str) -> UpstreamError:
@@ -558,59 +438,11 @@ class UpstreamSession:
             exc,
             cfg=self.cfg,
             phase=phase,
-            stderr_tail=self._stderr_tail(),
+            stderr_tail=self._stderr.tail() if self._stderr is not None else "",
         )
         if error.code in {codes.UPSTREAM_CLOSED, codes.UPSTREAM_EXITED}:
             self._alive = False
         return error
-
-    def _protocol_error(self, what: str) -> UpstreamProtocolError:
-        return UpstreamProtocolError(
-            f"upstream {self.name!r}: {what}", code=codes.UPSTREAM_PROTOCOL, server=self.name
-        )
-
-    def _stderr_tail(self) -> str:
-        handle = self._stderr
-        if handle is None or handle.closed:
-            return ""
-        try:
-            handle.flush()
-            end = handle.seek(0, 2)
-            handle.seek(max(0, end - STDERR_TAIL_BYTES))
-            tail = handle.read()
-            handle.seek(end)
-        except (OSError, ValueError):
-            return ""
-        return _redact(tail.strip(), self.cfg)
-
-
-def _close_quietly(handle: TextIO) -> None:
-    with contextlib.suppress(OSError):
-        handle.close()
-
-
-def _from_listen_stream(message: IncomingMessage) -> bool:
-    """A 2026-07-28 listen-stream event carries its subscription id in ``_meta``."""
-    params = getattr(message, "params", None)
-    meta = getattr(params, "meta", None) if params is not None else None
-    return meta is not None and SUBSCRIPTION_ID_META_KEY in meta
-
-
-def _listen_filter(caps: types.ServerCapabilities) -> dict[str, bool]:
-    """The ``subscriptions/listen`` kinds worth asking for: those the server says change."""
-    return {
-        "tools_list_changed": bool(caps.tools is not None and caps.tools.list_changed),
-        "resources_list_changed": bool(caps.resources is not None and caps.resources.list_changed),
-        "prompts_list_changed": bool(caps.prompts is not None and caps.prompts.list_changed),
-    }
-
-
-def _redact(text: str, cfg: ServerConfig) -> str:
-    """Configured secrets never reach a stderr tail (P-LOG-1; which: ``config/secrets.py``)."""
-    for value in cfg.secret_values():
-        if len(value) >= 4:
-            text = text.replace(value, "***")
-    return text
 
 
 def _version() -> str:
