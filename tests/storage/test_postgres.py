@@ -7,6 +7,7 @@ The outage tests stop and restart that server for real.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from cartograph.storage.postgres import Database, release_database, shared_datab
 from cartograph.storage.spool import spool_dir
 from cartograph.storage.usage import MIGRATIONS as USAGE_MIGRATIONS
 from tests.servers.postgres import Postgres
-from tests.servers.serving import free_port
+from tests.servers.serving import free_port, wait_for
 
 
 def record(n: int = 0, outcome: str = "ok", **extra: Any) -> AuditRecord:
@@ -196,3 +197,83 @@ def test_a_spool_left_by_a_dead_replica_is_written_by_the_next_one(
     PostgresAudit(shared_database(database.config), tmp_path, spool_records=10).close()
     assert [row[0] for row in rows(database, "trace")] == [record(7).trace]
     assert list(spool_dir(tmp_path).glob("*.jsonl")) == []
+
+
+HELD: int = 0x41554454
+"""The advisory lock a test takes to hold one audit INSERT inside the database."""
+_HOLD_ONE_TRACE = """
+CREATE FUNCTION hold_marked_insert() RETURNS trigger AS $$
+BEGIN
+    IF NEW.trace = '{trace}' THEN PERFORM pg_advisory_xact_lock({lock}); END IF;
+    RETURN NEW;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER hold_marked_insert BEFORE INSERT ON audit_records
+    FOR EACH ROW EXECUTE FUNCTION hold_marked_insert();
+"""
+
+
+def waiting_on_lock(database: Database) -> bool:
+    with database.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query LIKE 'INSERT INTO audit_records%%'"
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def test_a_write_held_in_the_database_does_not_hold_up_the_next_one(
+    database: Database, tmp_path: Path
+) -> None:
+    """Healthy writes share the pool: one slow INSERT no longer serialises the replica's calls.
+
+    A trigger makes the INSERT of record 1 wait for an advisory lock the test
+    holds; while it waits (seen in ``pg_stat_activity``), record 2 is written
+    and committed. Under a single lock around every insert, record 2 would wait
+    for record 1, and the bounded join below would fail.
+    """
+    sink = PostgresAudit(shared_database(database.config), tmp_path, spool_records=10)
+    assert sink.database.config.pool_size >= 2
+    with database.connection() as conn:
+        conn.execute(_HOLD_ONE_TRACE.format(trace=record(1).trace, lock=HELD))
+    holder = database.connection()
+    conn = holder.__enter__()
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (HELD,))
+    held = threading.Thread(target=sink.write, args=(record(1),))
+    try:
+        held.start()
+        assert wait_for(lambda: waiting_on_lock(database), limit=60)
+        second = threading.Thread(target=sink.write, args=(record(2),))
+        second.start()
+        second.join(timeout=60)
+        assert not second.is_alive(), "record 2 waited for record 1"
+        assert [row[0] for row in rows(database, "trace")] == [record(2).trace]
+        assert held.is_alive()  # record 1 is still inside the database, not spooled
+    finally:
+        holder.__exit__(None, None, None)  # commit: releases the advisory lock
+        held.join(timeout=60)
+    assert not held.is_alive()
+    assert [row[0] for row in rows(database, "trace")] == [record(1).trace, record(2).trace]
+    assert not sink.degraded and sink.spool.count == 0
+    sink.close()
+
+
+def test_concurrent_writes_store_each_record_exactly_once(
+    database: Database, tmp_path: Path
+) -> None:
+    sink = PostgresAudit(shared_database(database.config), tmp_path, spool_records=10)
+    numbers = [[n * 100 + i for i in range(25)] for n in range(8)]
+
+    def writer(mine: list[int]) -> None:
+        for n in mine:
+            sink.write(record(n))
+
+    threads = [threading.Thread(target=writer, args=(mine,)) for mine in numbers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    traces = [row[0] for row in rows(database, "trace")]
+    assert traces == sorted(str(record(n).trace) for mine in numbers for n in mine)
+    assert not sink.degraded and sink.spool.count == 0
+    sink.close()

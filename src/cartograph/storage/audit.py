@@ -2,6 +2,11 @@
 
 Every record is committed before :meth:`PostgresAudit.write` returns, so a
 call's result never leaves the proxy before its audit record is durable.
+While the database is healthy, writes run concurrently, one pooled connection
+each, at most ``[storage] pool_size`` at once (:attr:`PostgresAudit.slots`):
+a caller waits for a free slot rather than for the pool, whose wait is
+bounded by :data:`MAX_WAIT` and would read a busy pool as an outage. Only
+the outage path below (probe, drain, spool) is serialised.
 
 When the database cannot take a record (down, restarting, unreachable), the
 record goes to this replica's local spool (:mod:`.spool`), ``fsync``-ed, and
@@ -113,6 +118,9 @@ class PostgresAudit:
         self.replica = replica or replica_name()
         self.spool = Spool(spool_dir(state_dir), spool_records)
         self._lock = threading.Lock()
+        """Serialises the outage path: probing, draining and appending to the spool."""
+        self.slots = threading.BoundedSemaphore(database.config.pool_size)
+        """One per pooled connection a healthy write may hold (see the module docstring)."""
         self._next_try = 0.0
         database.migrate(COMPONENT, MIGRATIONS)
         self._adopt_orphans()
@@ -140,6 +148,8 @@ class PostgresAudit:
 
     def write(self, record: AuditRecord) -> None:
         row = self._row(record)
+        if not self.degraded and self._insert_concurrently(row):
+            return
         with self._lock:
             if self._due() and self._flush() and self._insert([row]):
                 return
@@ -151,6 +161,17 @@ class PostgresAudit:
                     spooled=self.spool.count,
                 )
             self.spool.append(row)
+
+    def _insert_concurrently(self, row: dict[str, Any]) -> bool:
+        """The healthy path: one pooled connection, no lock; False sends it down the outage path.
+
+        A failure here sets the back-off before returning, so the outage path
+        spools the record rather than trying the database a second time; a
+        record whose commit was acknowledged-but-lost keeps its id, so its
+        spooled copy is a no-op on drain (``ON CONFLICT DO NOTHING``).
+        """
+        with self.slots:
+            return self._insert([row])
 
     def _row(self, record: AuditRecord) -> dict[str, Any]:
         data = record_data(record, self.redactor)
