@@ -283,6 +283,9 @@ MANIFEST_ROLLBACK: Final = _code(
 CARD_NOT_IN_MANIFEST: Final = _code(
     "card_not_in_manifest", "a card file is not the one the signed manifest names"
 )
+REPLY_TABLE_DAMAGED: Final = _code(
+    "reply_table_damaged", "a reply table is not the one the signed manifest pins; not served"
+)
 NO_TRUST: Final = _code("no_trust", "the trust file holds no key")
 NO_CARDS: Final = _code("no_cards", "no configured server has a signed card")
 NO_VERIFIED_CARDS: Final = _code("no_verified_cards", "no card verified for these servers")

@@ -7,7 +7,8 @@ regenerate) also writes ``cards/manifest.json``::
     {"body": {"type": "cartograph/card-manifest/v1", "version": N, "cards": {
         "<server>": {"file": sha256(card file bytes), "digest": <verified body digest>,
                      "version": <card version>, "key_id": <card signer>,
-                     "tools": <tool count>, "generator": ..., "created_at": ...}, ...}},
+                     "tools": <tool count>, "generator": ..., "created_at": ...,
+                     "replies": sha256(the card's reply table)}, ...}},
      "signature": {"algorithm": "ed25519", "key_id": ..., "value": base64}}
 
 signed over ``type ‖ 0x00 ‖ key id ‖ 0x00 ‖ JCS(body)`` (its own type string:
@@ -23,9 +24,12 @@ each the first time it is used, checks the bytes still hash as pinned and
 re-derives the body digest, so a manifest cannot vouch for content it does
 not pin.
 
-The last three fields are what ``status`` shows of a card (:class:`CardSummary`):
-with them a status report reads no card file. A manifest without them (written
-before they existed) is still valid; ``status`` then reads the cards.
+``tools``, ``generator`` and ``created_at`` are what ``status`` shows of a card
+(:class:`CardSummary`): with them a status report reads no card file. ``replies``
+pins the card's reply table (:mod:`cartograph.cards.replies`), written here from
+the verified card: what ``discover`` serves of each tool, so an answer parses no
+card. A manifest without these fields (written before they existed) is still
+valid; ``status`` and ``discover`` then read the cards.
 
 ``cartograph cards verify`` still verifies every card's own signature; without
 a manifest (a state directory from before it existed) start-up falls back to that.
@@ -38,17 +42,26 @@ import binascii
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from cartograph import error_codes as codes
 from cartograph.cards.canonical import canonical_bytes, loads_strict, sha256_hex
 from cartograph.cards.keys import SigningKey
+from cartograph.cards.model import Card
+from cartograph.cards.replies import REPLIES_DIR, REPLY_SUFFIX, ReplyPin, render_reply_table
 from cartograph.cards.signing import ALGORITHM, Verification, parse_card
-from cartograph.cards.store import CardLoadReport, CardStore, card_filename, read_card_bytes
+from cartograph.cards.store import (
+    CARD_SUFFIX,
+    CardLoadReport,
+    CardStore,
+    card_filename,
+    read_card_bytes,
+)
 from cartograph.cards.trust import TrustSet
 from cartograph.cards.verified import CardSummary, PinnedCard, VerifiedCards
 from cartograph.errors import CardError, CardFormatError, RollbackError, SignatureError
-from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, make_private_dirs
 
 MANIFEST_FILE: Final = "manifest.json"
 ACCEPTED_MANIFEST_FILE: Final = "manifest.accepted.json"
@@ -64,6 +77,8 @@ class ManifestEntry:
     version: int
     key_id: str
     summary: CardSummary | None = None
+    replies: str | None = None
+    """SHA-256 of the card's reply table (:mod:`cartograph.cards.replies`); None: none written."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,8 @@ def write_manifest(store: CardStore, key: SigningKey, trust: TrustSet | None = N
     Each card is verified first, under ``trust`` (the operator's trust set, so
     cards signed by the previous key during a rotation stay served; default:
     ``key`` alone). A card that does not verify is left out, so it is not served.
+    Each card that verified gets its reply table (rewritten only when it
+    differs), pinned by the manifest; tables of cards no longer listed are removed.
     """
     from cartograph.cards.signing import verify_card
 
@@ -105,9 +122,11 @@ def write_manifest(store: CardStore, key: SigningKey, trust: TrustSet | None = N
             "tools": len(card.body.tools),
             "generator": card.body.provenance.generator,
             "created_at": card.body.provenance.created_at,
+            "replies": _write_reply_table(store, card, proof.digest),
         }
     unchanged = _unchanged_manifest(store, key, trust, cards)
     if unchanged is not None:
+        _prune_reply_tables(store, cards)
         return unchanged  # a re-run signs nothing new: the files stay byte-identical
     version = _current_version(store) + 1
     body = {"type": MANIFEST_TYPE, "version": version, "cards": cards}
@@ -120,7 +139,42 @@ def write_manifest(store: CardStore, key: SigningKey, trust: TrustSet | None = N
     atomic_write_bytes(
         store.root / MANIFEST_FILE, canonical_bytes(document) + b"\n", mode=PRIVATE_FILE_MODE
     )
+    _prune_reply_tables(store, cards)  # after the manifest: the old one's tables stayed whole
     return Manifest(version, sha256_hex(body_bytes), _entries(cards))
+
+
+def reply_table_path(store: CardStore, server: str) -> Path:
+    """Where ``server``'s reply table is: ``cards/replies/<quoted server>.replies.json``."""
+    return store.root / REPLIES_DIR / _reply_filename(server)
+
+
+def _reply_filename(server: str) -> str:
+    return card_filename(server).removesuffix(CARD_SUFFIX) + REPLY_SUFFIX
+
+
+def _write_reply_table(store: CardStore, card: Card, digest: str) -> str:
+    """Write the verified ``card``'s reply table unless it is already on disk; its SHA-256."""
+    data = render_reply_table(card, digest)
+    path = reply_table_path(store, card.server)
+    try:
+        same = path.read_bytes() == data
+    except OSError:
+        same = False
+    if not same:
+        make_private_dirs(path.parent)
+        atomic_write_bytes(path, data, mode=PRIVATE_FILE_MODE)
+    return sha256_hex(data)
+
+
+def _prune_reply_tables(store: CardStore, cards: Mapping[str, Any]) -> None:
+    """Remove the tables of cards the manifest no longer lists."""
+    folder = store.root / REPLIES_DIR
+    if not folder.is_dir():
+        return
+    keep = {_reply_filename(server) for server in cards}
+    for path in folder.iterdir():
+        if path.is_file() and path.name not in keep:
+            path.unlink(missing_ok=True)
 
 
 def _unchanged_manifest(
@@ -204,7 +258,12 @@ def _entries(cards: Mapping[str, Any]) -> dict[str, ManifestEntry]:
     try:
         return {
             str(server): ManifestEntry(
-                str(e["file"]), str(e["digest"]), int(e["version"]), str(e["key_id"]), _summary(e)
+                str(e["file"]),
+                str(e["digest"]),
+                int(e["version"]),
+                str(e["key_id"]),
+                _summary(e),
+                None if e.get("replies") is None else str(e["replies"]),
             )
             for server, e in cards.items()
         }
@@ -310,7 +369,10 @@ def _pinned(
     key = trust.key_for(entry.key_id, server)  # the card's signer: trusted, in scope, not revoked
     proof = Verification(server, key.key_id, entry.digest, entry.version)
     store.check_rollback(proof, accepted.get(server, {}))
-    return PinnedCard(proof, file_sha256, lambda: read_card_bytes(path), entry.summary)
+    replies = None
+    if entry.replies is not None:
+        replies = ReplyPin(reply_table_path(store, server), entry.replies)
+    return PinnedCard(proof, file_sha256, lambda: read_card_bytes(path), entry.summary, replies)
 
 
 __all__ = [
@@ -321,5 +383,6 @@ __all__ = [
     "ManifestEntry",
     "load_with_manifest",
     "read_manifest",
+    "reply_table_path",
     "write_manifest",
 ]

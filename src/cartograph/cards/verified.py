@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,10 +35,14 @@ from pydantic import BaseModel
 from cartograph import error_codes as codes
 from cartograph.cards.canonical import canonical_bytes, check_value, sha256_hex
 from cartograph.cards.model import Card, ToolCard
+from cartograph.cards.replies import ReplyPin, ReplyTable, ToolReply, read_reply_table, tool_reply
 from cartograph.cards.signing import Verification, body_digest, parse_card
 from cartograph.errors import CardError, CardFormatError, SignatureError
 
 SignatureFields = tuple[str, str, str]
+MAX_REPLY_TABLES = 1024
+"""Reply tables kept decoded (least recently answered dropped first): ~25 KB each at 100k."""
+_log = logging.getLogger(__name__)
 
 
 def fingerprint(model: BaseModel, *, exclude: set[str] | None = None) -> str:
@@ -95,6 +102,8 @@ class PinnedCard:
     file_sha256: str
     read: Callable[[], bytes]
     summary: CardSummary | None = None
+    replies: ReplyPin | None = None
+    """Where the card's reply table is and its pinned hash; None: answer from the card."""
 
 
 class VerifiedCards(Mapping[str, Card]):
@@ -115,6 +124,9 @@ class VerifiedCards(Mapping[str, Card]):
         self._headers: dict[str, str] = {}
         self._tools: dict[str, dict[str, str]] = {}
         self._pending: dict[str, PinnedCard] = {}
+        self._reply_pins: dict[str, ReplyPin] = {}
+        self._reply_tables: OrderedDict[str, ReplyTable] = OrderedDict()
+        self._reply_lock = threading.Lock()
         self._pool = _SharedValues()
         for card, proof in verified:
             self._admit(card, proof)
@@ -126,6 +138,8 @@ class VerifiedCards(Mapping[str, Card]):
         for pin in cards:
             out._proofs[pin.proof.server] = pin.proof
             out._pending[pin.proof.server] = pin
+            if pin.replies is not None:
+                out._reply_pins[pin.proof.server] = pin.replies
         return out
 
     def _admit(self, card: Card, proof: Verification) -> None:
@@ -252,6 +266,42 @@ class VerifiedCards(Mapping[str, Card]):
             )
         return card
 
+    def reply(self, server: str, tool: str) -> ToolReply | None:
+        """What ``discover`` serves of ``server``'s ``tool``; None when its card has no such tool.
+
+        From the server's reply table when the signed manifest pins one (its
+        hash checked when first read; no card parse), else from the card,
+        re-checked as :meth:`ensure_tool_intact` checks it (P-SIG-3). A table
+        that fails its check is logged (``reply_table_damaged``) and never
+        used again: that server is answered from its card.
+        """
+        table = self._reply_table(server)
+        if table is not None:
+            return table.reply(tool)
+        if self.ensure_tool_intact(server, tool) is None:
+            return None
+        return tool_reply(self[server], tool)
+
+    def _reply_table(self, server: str) -> ReplyTable | None:
+        with self._reply_lock:
+            table = self._reply_tables.get(server)
+            if table is not None:
+                self._reply_tables.move_to_end(server)
+                return table
+            pin = self._reply_pins.get(server)
+            if pin is None:
+                return None
+            try:
+                table = read_reply_table(pin, server, self._proofs[server].digest)
+            except CardError as exc:
+                del self._reply_pins[server]
+                _log.warning("%s (%s)", exc.message, exc.code)
+                return None
+            self._reply_tables[server] = table
+            if len(self._reply_tables) > MAX_REPLY_TABLES:
+                self._reply_tables.popitem(last=False)
+            return table
+
     def summary(self, server: str) -> CardSummary:
         """Tool count, generator and creation time of ``server``'s card, from the manifest."""
         pin = self._pending.get(server)
@@ -291,6 +341,8 @@ class VerifiedCards(Mapping[str, Card]):
         out = VerifiedCards()
         for name in (s for s in self._proofs if s in wanted):
             out._proofs[name] = self._proofs[name]
+            if name in self._reply_pins:
+                out._reply_pins[name] = self._reply_pins[name]
             if name in self._pending:
                 out._pending[name] = self._pending[name]
                 continue

@@ -181,29 +181,27 @@ def task_confidence(ctx: QueryContext) -> float:
 
 
 def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> DiscoveredTool:
-    # What is served (the card's signature and header, and this tool) is
-    # re-checked against its verified fingerprints first (P-SIG-3); the cost
-    # grows with one tool, not with the card.
-    tool_card = cards.ensure_tool_intact(server, tool)
-    card = cards[server]
-    if tool_card is None:  # the index was built from these cards; a mismatch is a bug
+    # From the server's reply table (pinned by the signed manifest, hash-checked
+    # when first read) or else its card, re-checked against its verified
+    # fingerprints first (P-SIG-3); either way no card is parsed per answer.
+    reply = cards.reply(server, tool)
+    if reply is None:  # the index was built from these cards; a mismatch is a bug
         raise RetrievalError(
             f"{server}/{tool} is indexed but not on its verified card; rebuild the index",
             code=codes.INDEX_STALE,
         )
-    prov = card.body.provenance
     return DiscoveredTool(
         server=server,
         tool=tool,
-        description=tool_card.description,
-        input_schema=compact_schema(tool_card.input_schema, tool=tool),
-        example=tool_card.example,
+        description=reply.description,
+        input_schema=compact_schema(reply.input_schema, tool=tool),
+        example=reply.example,
         score=round(score, 4),
         provenance=ToolProvenance(
-            card_version=prov.card_version,
+            card_version=reply.card_version,
             key_id=cards.signer(server),
-            generator=prov.generator,
-            generator_version=prov.generator_version,
+            generator=reply.generator,
+            generator_version=reply.generator_version,
             verified=True,
         ),
     )
