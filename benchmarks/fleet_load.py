@@ -1,10 +1,11 @@
 """The fleet under load: throughput of 1 vs N replicas, then a replica kill and a database restart.
 
-Everything on 127.0.0.1 and real (``tests/servers/fleet.py``): Debian's
-PostgreSQL (a throwaway cluster) holding the audit trail and the usage log,
-``cartograph serve --http`` replicas with operator-signed cards, Debian's
-HAProxy in front, the SDK's streamable-HTTP clients, each call a ``call`` of
-the scriptable upstream's ``echo`` tagged with its own ``traceparent``.
+Everything on 127.0.0.1 and real (``tests/servers/fleet.py``, its load driver
+``tests/servers/fleet_load.py``): Debian's PostgreSQL (a throwaway cluster)
+holding the audit trail and the usage log, ``cartograph serve --http``
+replicas with operator-signed cards, Debian's HAProxy in front, the SDK's
+streamable-HTTP clients, each call a ``call`` of the scriptable upstream's
+``echo`` tagged with its own ``traceparent``.
 
 1. **Throughput**: the same load against 1 and against N replicas
    (``--mode``, stateless by default), calls answered per second, latency
@@ -44,13 +45,12 @@ sys.path.insert(0, str(ROOT))
 
 from tests.servers.fleet import (  # noqa: E402
     Fleet,
-    Load,
     Mode,
     balancer_outcomes,
-    drive,
     prepare,
     running,
 )
+from tests.servers.fleet_load import Load, drive  # noqa: E402
 from tests.servers.postgres import Postgres, postgres_server  # noqa: E402
 
 
