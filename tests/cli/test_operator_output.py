@@ -128,17 +128,17 @@ def test_tables_are_not_truncated_when_stdout_is_not_a_terminal() -> None:
 def test_third_party_debug_logging_stays_off_without_debug(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from cartograph.cli.serve import _setup_logging
+    from cartograph.cli.logs import setup_logging
 
     noisy = logging.getLogger("bm25s-like")
     noisy.setLevel(logging.DEBUG)  # what bm25s does to its own logger on import
     root = logging.getLogger()
     saved = (root.handlers[:], root.level)
     try:
-        _setup_logging(False)
+        setup_logging(False)
         noisy.debug("Building index from IDs")
         assert "Building index" not in capsys.readouterr().err
-        _setup_logging(True)
+        setup_logging(True)
         noisy.debug("Building index from IDs")
         assert "Building index" in capsys.readouterr().err
     finally:

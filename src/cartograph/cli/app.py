@@ -16,6 +16,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from cartograph import error_codes as codes
+from cartograph.cli.logs import META_KEY, LogChoice, LogFormat, apply, log_error, logs_json
 from cartograph.errors import (
     CardError,
     CartographError,
@@ -76,26 +77,29 @@ class CartographGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except CartographError as exc:
-            from cartograph.cli.output import print_error
+            if logs_json(ctx.meta):
+                log_error(exc.message, exc.code)
+            else:
+                from cartograph.cli.output import print_error
 
-            print_error(exc)
+                print_error(exc)
             raise typer.Exit(exit_code_for(exc)) from None
         except UsageError as exc:
             if isinstance(exc, NoArgsIsHelpError):
                 raise
-            _print_usage_error(exc)
+            _print_usage_error(exc, as_json=logs_json(ctx.meta))
             raise typer.Exit(EXIT_USAGE) from None
 
 
-def _print_usage_error(exc: UsageError) -> None:
+def _print_usage_error(exc: UsageError, *, as_json: bool) -> None:
     from cartograph.cli.output import stderr
 
     command = exc.ctx.command_path if exc.ctx is not None else "cartograph"
-    stderr.print(
-        f"error (usage): {exc.format_message()} (see `{command} --help`)",
-        highlight=False,
-        markup=False,
-    )
+    message = f"{exc.format_message()} (see `{command} --help`)"
+    if as_json:
+        log_error(message, "usage")
+        return
+    stderr.print(f"error (usage): {message}", highlight=False, markup=False)
 
 
 app = typer.Typer(
@@ -204,9 +208,28 @@ def load_config_or_defaults(explicit: Path | None) -> Config:
     return load_config(resolved)
 
 
+DebugOption = Annotated[bool, typer.Option("--debug", help="Debug logging (to stderr).")]
+LogFormatOption = Annotated[
+    LogFormat | None,
+    typer.Option(
+        "--log-format",
+        help="Log lines on stderr: text, or json (one object per line; a command's error "
+        "line too). Default: text (serve: its config's [logging] format, else text).",
+    ),
+]
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    ctx: typer.Context, debug: DebugOption = False, log_format: LogFormatOption = None
+) -> None:
     """Federated MCP proxy: signed capability cards, tool retrieval, Rift, gateway."""
+    choice = LogChoice(debug=debug, format=log_format)
+    if debug or log_format is not None:
+        apply(choice)
+    # As given (a format left unnamed stays None): serve lays its own options and
+    # its config's [logging] format over it.
+    ctx.meta[META_KEY] = choice
 
 
 @app.command()

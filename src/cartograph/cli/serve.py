@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -13,7 +11,16 @@ import anyio
 import typer
 
 from cartograph import error_codes as codes
-from cartograph.cli.app import EXIT_CHECK_FAILED, ConfigOption, JsonOption, app, resolve_config_path
+from cartograph.cli.app import (
+    EXIT_CHECK_FAILED,
+    ConfigOption,
+    DebugOption,
+    JsonOption,
+    LogFormatOption,
+    app,
+    resolve_config_path,
+)
+from cartograph.cli.logs import META_KEY, LogChoice, apply, chosen
 from cartograph.cli.output import print_json, print_table, stderr, stdout, working
 from cartograph.errors import OptionError
 
@@ -133,38 +140,22 @@ async def start_runtime(
     )
 
 
-class LogFormat(StrEnum):
-    """``--log-format``: lines for people, or one JSON object per line for a collector."""
+def _serve_logging(
+    ctx: typer.Context, own: LogChoice, config_path: Path | None, mode: str | None
+) -> Config:
+    """Logging for ``serve``: its own options over the root's over ``[logging] format``.
 
-    text = "text"
-    json = "json"
-
-
-def _setup_logging(debug: bool, log_format: str = "text") -> None:
-    """Everything to stderr: in stdio mode stdout belongs to JSON-RPC (P-STDIO-1).
-
-    The level sits on the handler, not only the root logger: a library that
-    sets its own logger to DEBUG (bm25s does, on import) would otherwise print
-    every debug line of every index build. In ``json`` format Python warnings
-    are logged too, so every stderr line parses.
+    Set up before the config loads (so loading logs), again after when only the
+    config names the format; the config returned carries the format in force.
     """
-    from cartograph.telemetry.logs import formatter
-
-    level = logging.DEBUG if debug else logging.WARNING
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(level)
-    handler.setFormatter(formatter(log_format))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    logging.captureWarnings(log_format == "json")
-
-
-def _with_log_format(config: Config, log_format: LogFormat | None) -> Config:
-    """``--log-format`` over ``[logging] format``."""
-    if log_format is None:
-        return config
-    settings = config.logging.model_copy(update={"format": log_format.value})
+    choice = own.over(chosen(ctx.meta))
+    effective = apply(choice)
+    config = _load(config_path, mode)
+    if choice.format is None and config.logging.format != "text":
+        effective = apply(choice, fallback=config.logging.format)
+    ctx.meta[META_KEY] = effective  # the closing error line follows the format in force
+    assert effective.format is not None
+    settings = config.logging.model_copy(update={"format": effective.format.value})
     return config.model_copy(update={"logging": settings})
 
 
@@ -188,6 +179,7 @@ def _start_tracing(config: Config) -> Tracing | None:
 
 @app.command()
 def serve(
+    ctx: typer.Context,
     config_path: ConfigOption = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP, not stdio.")] = False,
     host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
@@ -203,24 +195,19 @@ def serve(
     mode: ModeOption = None,
     catalog_name: CatalogNameOption = None,
     unsafe_throwaway_key: UnsafeThrowawayKeyOption = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Debug logging (to stderr).")] = False,
+    debug: DebugOption = False,
     state_dir: Annotated[
         Path | None, typer.Option("--state-dir", help="State directory (default: the config's).")
     ] = None,
-    log_format: Annotated[
-        LogFormat | None,
-        typer.Option(
-            "--log-format",
-            help="Log lines on stderr: text, or json (one object per line). "
-            "Default: [logging] format, else text.",
-        ),
-    ] = None,
+    log_format: LogFormatOption = None,
 ) -> None:
-    """Serve the proxy's three tools (discover, status, call) over stdio or HTTP."""
-    _setup_logging(debug, log_format.value if log_format is not None else "text")
-    config = _with_log_format(_load(config_path, mode), log_format)
-    if log_format is None and config.logging.format != "text":
-        _setup_logging(debug, config.logging.format)
+    """Serve the proxy's three tools (discover, status, call) over stdio or HTTP.
+
+    ``--debug``/``--log-format`` are also root options (``cartograph --debug serve``);
+    given here they win.
+    """
+    own = LogChoice(debug=debug, format=log_format)
+    config = _serve_logging(ctx, own, config_path, mode)
     if state_dir is not None:
         config = config.model_copy(update={"state_dir": state_dir})
     tracing = _start_tracing(config)
