@@ -3,7 +3,8 @@
 The counterpart of server-everything (TypeScript, handshake era only): this one
 speaks 2026-07-28 too, so it announces a new resource on a
 ``subscriptions/listen`` stream as well as with the handshake-era notification.
-``mem://big`` is ``CONTENT_BIG_BYTES`` (default 4096) characters long.
+``mem://big`` is ``CONTENT_BIG_BYTES`` (default 4096) characters long. It completes
+``greet``'s ``name`` and ``mem://echo/{text}``'s ``text`` (``completion/complete``).
 Run: ``python tests/servers/content.py``.
 """
 
@@ -13,6 +14,13 @@ import os
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resources import TextResource
+from mcp.types import (
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    PromptReference,
+    ResourceTemplateReference,
+)
 
 server = MCPServer("content")
 
@@ -35,6 +43,27 @@ def echo(text: str) -> str:
 @server.prompt(name="greet", description="Greet someone.")
 def greet(name: str) -> str:
     return f"Hello, {name}!"
+
+
+NAMES = ("Ada", "Alan", "Grace")
+WORDS = ("hello", "help", "world")
+
+
+@server.completion()  # type: ignore[no-untyped-call,untyped-decorator]  # the SDK leaves it untyped
+async def complete(
+    ref: PromptReference | ResourceTemplateReference,
+    argument: CompletionArgument,
+    context: CompletionContext | None,
+) -> Completion | None:
+    """Names for ``greet``, words for ``mem://echo/{text}``: those starting with the value."""
+    if isinstance(ref, PromptReference) and (ref.name, argument.name) == ("greet", "name"):
+        pool = NAMES
+    elif isinstance(ref, ResourceTemplateReference) and ref.uri == "mem://echo/{text}":
+        pool = WORDS
+    else:
+        return None
+    values = [v for v in pool if v.startswith(argument.value)]
+    return Completion(values=values, total=len(values))
 
 
 @server.tool(description="Add a text resource mem://added/NAME and announce the change.")

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
+from mcp.types import (
+    CallToolResult,
+    CompleteResult,
+    CompletionArgument,
+    GetPromptResult,
+    PromptReference,
+    ReadResourceResult,
+    ResourceTemplateReference,
+)
 
 from cartograph import error_codes as codes
 from cartograph.catalog.model import ServerDef
@@ -87,6 +95,15 @@ class Upstream(Protocol):
         *,
         timeout: float,  # noqa: ASYNC109 - mirrors UpstreamSession.get_prompt
     ) -> GetPromptResult: ...
+
+    async def complete(
+        self,
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context_arguments: dict[str, str] | None,
+        *,
+        timeout: float,  # noqa: ASYNC109 - mirrors UpstreamSession.complete
+    ) -> CompleteResult: ...
 
     async def aclose(self) -> None: ...
 

@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
-from mcp.types import GetPromptResult, ReadResourceResult
+from mcp.types import (
+    CompleteResult,
+    CompletionArgument,
+    GetPromptResult,
+    PromptReference,
+    ReadResourceResult,
+    ResourceTemplateReference,
+)
 
 from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
@@ -90,6 +97,33 @@ class ContentPassthrough:
             server, get, client=partition_key(principal, client), what=f"prompts/get {name}"
         )
         return self._bounded(server, f"prompts/get {name}", result)
+
+    async def complete(
+        self,
+        server: str,
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context_arguments: dict[str, str] | None,
+        *,
+        principal: str | None = None,
+        client: str | None = None,
+    ) -> CompleteResult:
+        """Ask ``server`` to complete ``argument`` of ``ref`` (its own names) through the gateway.
+
+        The values come back as the upstream gave them: they are argument values,
+        not names Cartograph namespaces. The SDK's ``Completion`` caps them at 100.
+        """
+        kind = "prompts" if isinstance(ref, PromptReference) else "resources"
+        self._content_server(server, kind)
+        timeout = self.servers[server].call_timeout
+
+        async def complete(session: Upstream) -> CompleteResult:
+            return await session.complete(ref, argument, context_arguments, timeout=timeout)
+
+        what = f"completion/complete {argument.name}"
+        return await self.gateway.request(
+            server, complete, client=partition_key(principal, client), what=what
+        )
 
     def _bounded(self, server: str, what: str, result: _Content) -> _Content:
         """Refuse (never cut) a read or prompt over ``[gateway] max_result_bytes``."""

@@ -21,11 +21,15 @@ import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import (
     CallToolResult,
+    CompleteResult,
+    CompletionArgument,
     GetPromptResult,
     Prompt,
+    PromptReference,
     ReadResourceResult,
     Resource,
     ResourceTemplate,
+    ResourceTemplateReference,
     TextContent,
     Tool,
 )
@@ -118,6 +122,18 @@ class ContentSurface(Protocol):
     ) -> GetPromptResult: ...
 
     def subscribe_changes(self, listener: ChangeListener) -> None: ...
+
+    async def complete(
+        self,
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context_arguments: dict[str, str] | None,
+        *,
+        principal: str | None,
+    ) -> CompleteResult: ...
+
+
+CompletionRef = PromptReference | ResourceTemplateReference
 
 
 class ProxyHandlers:
@@ -452,6 +468,59 @@ class ProxyHandlers:
             )
 
         return await self._content_request(record, principal, get)
+
+    async def complete(
+        self,
+        ref: CompletionRef,
+        argument: CompletionArgument,
+        context_arguments: dict[str, str] | None,
+        *,
+        principal: str | None,
+        client: str | None = None,
+    ) -> CompleteResult:
+        """Authorize, map the prompt or template back, complete and audit one argument.
+
+        The same names, allow/deny policy and audit as ``prompts/get`` and
+        ``resources/read``; the record names the argument (its shape), never its value.
+        """
+        record = PendingRecord(
+            proxy_tool="completion/complete", arguments={argument.name: argument.value}
+        )
+        client = client if client is not None else _current_client()
+
+        async def complete() -> CompleteResult:
+            server, upstream_ref = self._completion_target(ref, record)
+            return await self.runtime.complete(
+                server,
+                upstream_ref,
+                argument,
+                context_arguments,
+                principal=principal,
+                client=client,
+            )
+
+        return await self._content_request(record, principal, complete)
+
+    def _completion_target(
+        self, ref: CompletionRef, record: PendingRecord
+    ) -> tuple[str, CompletionRef]:
+        """``(server, the upstream's own reference)``; the record names it before policy runs."""
+        if isinstance(ref, ResourceTemplateReference):
+            parts = split_resource_uri(ref.uri)
+            if parts is not None and parts[0] == self.catalog:
+                record.server, record.tool = parts[1], audit_uri(parts[2])
+            server, upstream = self._resource_target(ref.uri)
+            return server, ResourceTemplateReference(uri=upstream)
+        found = split_prompt_name(ref.name, self.tool_prefix)
+        if found is None:
+            raise UnknownToolError(
+                f"no prompt {ref.name!r} in catalog {self.catalog!r}; prompts are named "
+                f"{self.tool_prefix or ''}<server>/<prompt> (see prompts/list)",
+                code=codes.UNKNOWN_PROMPT,
+            )
+        server, prompt = record.server, record.tool = found
+        self._check_passes("prompts", server, prompt)
+        return server, PromptReference(name=prompt)
 
     def _check_passes(self, kind: str, server: str, name: str) -> None:
         if kind not in self.policy.passthrough:

@@ -25,6 +25,8 @@ from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
     GetPromptRequestParams,
     GetPromptResult,
     ListPromptsResult,
@@ -219,8 +221,18 @@ def _add_content(
         "resources/templates/list", PaginatedRequestParams, on_list_templates
     )
     server.add_request_handler("resources/read", ReadResourceRequestParams, on_read_resource)
+
+    async def on_complete(ctx: Ctx, params: CompleteRequestParams) -> CompleteResult:
+        call = context(ctx)
+        context_arguments = params.context.arguments if params.context is not None else None
+        with _called(call), _as_rpc_error("completion/complete"):
+            return await surface.complete(
+                params.ref, params.argument, context_arguments, principal=call.principal
+            )
+
     server.add_request_handler("prompts/list", PaginatedRequestParams, on_list_prompts)
     server.add_request_handler("prompts/get", GetPromptRequestParams, on_get_prompt)
+    server.add_request_handler("completion/complete", CompleteRequestParams, on_complete)
 
 
 @contextmanager

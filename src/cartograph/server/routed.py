@@ -35,12 +35,17 @@ from typing import Any, Final, TypeGuard
 
 from mcp.types import (
     CallToolResult,
+    CompleteResult,
+    Completion,
+    CompletionArgument,
     GetPromptResult,
     Prompt,
     PromptArgument,
+    PromptReference,
     ReadResourceResult,
     Resource,
     ResourceTemplate,
+    ResourceTemplateReference,
     Tool,
 )
 
@@ -304,6 +309,11 @@ class RoutedHandlers:
         ]
 
     async def read_resource(self, uri: str, *, principal: str | None) -> ReadResourceResult:
+        surface = self._resource_surface(uri, "resources/read", principal)
+        return await surface.read_resource(uri, principal=principal)
+
+    def _resource_surface(self, uri: str, method: str, principal: str | None) -> ContentSurface:
+        """The catalog surface a ``cartograph://C/…`` URI names; an unreachable C is audited."""
         started = time.perf_counter()
         parts = split_resource_uri(uri)
         surface = dict(self._content_targets()).get(parts[0]) if parts is not None else None
@@ -317,9 +327,40 @@ class RoutedHandlers:
                 catalog=parts[0] if parts is not None and known else ROUTED_NAME,
                 outcome=codes.CATALOG_FORBIDDEN if known else codes.UNKNOWN_RESOURCE,
             )
-            self._audit_refusal(refused, "resources/read", None, principal, started)
+            self._audit_refusal(refused, method, None, principal, started)
             raise error
-        return await surface.read_resource(uri, principal=principal)
+        return surface
+
+    async def complete(
+        self,
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context_arguments: dict[str, str] | None,
+        *,
+        principal: str | None,
+    ) -> CompleteResult:
+        """Route by the template's URI, or by the prompt's ``catalog`` argument (as prompts/get).
+
+        Completing ``catalog`` itself is answered here from the reachable catalogs:
+        no catalog is asked, so there is nothing to audit.
+        """
+        method = "completion/complete"
+        if isinstance(ref, ResourceTemplateReference):
+            surface = self._resource_surface(ref.uri, method, principal)
+            return await surface.complete(ref, argument, context_arguments, principal=principal)
+        reachable = [c for c, _ in self._content_targets()]
+        if argument.name == CATALOG_ARGUMENT:
+            values = [c for c in reachable if c.startswith(argument.value)]
+            return CompleteResult(completion=Completion(values=values, total=len(values)))
+        rest = dict(context_arguments or {})
+        try:
+            catalog = self._resolve_catalog(rest.pop(CATALOG_ARGUMENT, None), ref.name, reachable)
+        except _Refused as refused:
+            self._audit_refusal(refused, method, None, principal, time.perf_counter())
+            raise refused.error from None
+        target = self._targets[catalog]
+        assert _serves_content(target)  # _content_targets offered only such catalogs
+        return await target.complete(ref, argument, rest or None, principal=principal)
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None, *, principal: str | None

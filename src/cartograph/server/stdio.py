@@ -23,11 +23,15 @@ from typing import Any, Final
 import anyio
 from mcp.types import (
     CallToolResult,
+    CompleteResult,
+    CompletionArgument,
     GetPromptResult,
     Prompt,
+    PromptReference,
     ReadResourceResult,
     Resource,
     ResourceTemplate,
+    ResourceTemplateReference,
     Tool,
 )
 
@@ -129,6 +133,17 @@ class DeferredHandlers:
     ) -> GetPromptResult:
         handlers = await self._ready_handlers()
         return await handlers.get_prompt(name, arguments, principal=principal)
+
+    async def complete(
+        self,
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context_arguments: dict[str, str] | None,
+        *,
+        principal: str | None,
+    ) -> CompleteResult:
+        handlers = await self._ready_handlers()
+        return await handlers.complete(ref, argument, context_arguments, principal=principal)
 
     async def _ready_handlers(self) -> ProxyHandlers:
         with anyio.move_on_after(READY_TIMEOUT):

@@ -391,6 +391,23 @@ class UpstreamSession:
             f"prompts/get {name}", timeout, lambda: client.get_prompt(name, arguments)
         )
 
+    async def complete(
+        self,
+        ref: types.PromptReference | types.ResourceTemplateReference,
+        argument: types.CompletionArgument,
+        context_arguments: dict[str, str] | None,
+        *,
+        timeout: float,  # noqa: ASYNC109 - as call_tool
+    ) -> types.CompleteResult:
+        """Complete one argument of a prompt or resource template (``completion/complete``)."""
+        client = self._require_client()
+        pair = {"name": argument.name, "value": argument.value}
+        return await self._request(
+            f"completion/complete {argument.name}",
+            timeout,
+            lambda: client.complete(ref, pair, context_arguments),
+        )
+
     async def _request(
         self,
         phase: str,
