@@ -182,6 +182,7 @@ def _time_discover(index: Any, cards: Any, tasks: list[str], method: str) -> dic
         discover(index, cards, task, k=5, method=method, reranker=reranker)
     times, cpu = [], []
     for task in tasks:
+        forget_query_vectors()  # every timed task is first seen, as before the cache
         start, start_cpu = time.perf_counter(), time.process_time()
         discover(index, cards, task, k=5, method=method, reranker=reranker)
         times.append((time.perf_counter() - start) * 1000)
@@ -194,7 +195,37 @@ def _time_discover(index: Any, cards: Any, tasks: list[str], method: str) -> dic
         "p99_ms": round(times[min(len(times) - 1, int(0.99 * len(times)))], 2),
         "mean_ms": round(statistics.fmean(times), 2),
         "cpu_p50_ms": round(statistics.median(cpu), 2),
+        **_repeated_ms(index, cards, tasks, method, reranker),
         **_embedding_ms(index, tasks, method),
+    }
+
+
+def forget_query_vectors() -> None:
+    """Empty the query-vector LRU, where the measured checkout has one."""
+    try:
+        from cartograph.index.embedders.query_cache import QUERY_VECTORS
+    except ImportError:
+        return
+    QUERY_VECTORS.clear()
+
+
+def _repeated_ms(
+    index: Any, cards: Any, tasks: list[str], method: str, reranker: Any
+) -> dict[str, float]:
+    """Each task asked twice in a row, the second timed: what a repeated task costs."""
+    from cartograph.index.discover import discover
+
+    times, cpu = [], []
+    for task in tasks:
+        forget_query_vectors()
+        discover(index, cards, task, k=5, method=method, reranker=reranker)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        discover(index, cards, task, k=5, method=method, reranker=reranker)
+        times.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - start_cpu) * 1000)
+    return {
+        "repeat_p50_ms": round(statistics.median(times), 2),
+        "repeat_cpu_p50_ms": round(statistics.median(cpu), 2),
     }
 
 
@@ -242,6 +273,7 @@ def _embedding_ms(index: Any, tasks: list[str], method: str) -> dict[str, float]
     for task in tasks:
         ctx = index.context(task)
         steps = method == "hybrid" and len(ctx.query.clauses) > 1
+        forget_query_vectors()
         start, start_cpu = time.perf_counter(), time.process_time()
         ctx.vectors() if steps else ctx.whole_vector()
         wall.append((time.perf_counter() - start) * 1000)

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from cartograph.index.adapter import QueryAdapter
 from cartograph.index.corpus import Corpus
 from cartograph.index.embedders.base import Vectors
+from cartograph.index.embedders.query_cache import QUERY_VECTORS, QueryVectorCache
 from cartograph.index.lexical import Scores
 from cartograph.index.query import ParsedQuery
 
@@ -41,7 +42,8 @@ class QueryContext:
     lexical rankers for none. With ``pooled_steps`` and an embedder that
     supports it (:class:`SpanEmbedder`), step vectors are pooled from the
     whole task's token vectors: one model run per query instead of one per
-    step, for a small loss of quality (``docs/retrieval.md``).
+    step, for a small loss of quality (``docs/retrieval.md``). Model output is
+    looked up in ``vector_cache`` first, so a repeated task runs no model.
     """
 
     corpus: Corpus
@@ -52,6 +54,8 @@ class QueryContext:
     prefilter_min_tools: int | None = None
     """From this many tools the hybrid scores only prefiltered candidates densely
     (:mod:`cartograph.index.rankers.hybrid`); None: always every tool."""
+    vector_cache: QueryVectorCache | None = field(default=QUERY_VECTORS, repr=False)
+    """Raw model output by (model id, texts); None: always run the model."""
     _whole: Vectors | None = field(default=None, repr=False)
     _whole_sims: Vectors | None = field(default=None, repr=False)
     _candidate_sims: Vectors | None = field(default=None, repr=False)
@@ -117,12 +121,16 @@ class QueryContext:
 
     def whole_vector(self) -> Vectors:
         if self._whole is None:
-            self._whole = self._adapt(self.corpus.embedder.embed([self.query.text]))[0]
+            self._whole = self._adapt(self._embed([self.query.text]))[0]
         whole: Vectors = self._whole
         return whole
 
     def step_vectors(self) -> Vectors:
-        """One row per step; a step that is the whole task reuses its vector."""
+        """One row per step; a step that is the whole task reuses its vector.
+
+        When the whole task is not embedded yet it goes into the same call as
+        the steps: one cache entry per task, and each text still runs alone.
+        """
         if self._steps is None:
             clauses = self.query.clauses
             embedder = self.corpus.embedder
@@ -130,12 +138,27 @@ class QueryContext:
                 self._steps = self.whole_vector()[None, :]
             elif self.pooled_steps and isinstance(embedder, SpanEmbedder):
                 spans = [(c.start, c.end) for c in clauses]
-                rows = self._adapt(embedder.embed_spans(self.query.text, spans))
+                rows = self._adapt(self._embed_spans(embedder, spans))
+                self._whole, self._steps = rows[0], rows[1:]
+            elif self._whole is None:
+                rows = self._adapt(self._embed([self.query.text, *(c.text for c in clauses)]))
                 self._whole, self._steps = rows[0], rows[1:]
             else:
-                self._steps = self._adapt(embedder.embed([c.text for c in clauses]))
+                self._steps = self._adapt(self._embed([c.text for c in clauses]))
         steps: Vectors = self._steps
         return steps
+
+    def _embed(self, texts: list[str]) -> Vectors:
+        if self.vector_cache is None:
+            return self.corpus.embedder.embed(texts)
+        return self.vector_cache.embed(self.corpus.embedder, texts)
+
+    def _embed_spans(self, embedder: SpanEmbedder, spans: list[tuple[int, int]]) -> Vectors:
+        text = self.query.text
+        if self.vector_cache is None:
+            return embedder.embed_spans(text, spans)
+        key = (self.corpus.embedder.model_id, "spans", text, tuple(spans))
+        return self.vector_cache.get_or_compute(key, lambda: embedder.embed_spans(text, spans))
 
     def _adapt(self, vectors: Vectors) -> Vectors:
         return vectors if self.adapter is None else self.adapter.apply(vectors)
