@@ -4,22 +4,29 @@ The counterpart of server-everything (TypeScript, handshake era only): this one
 speaks 2026-07-28 too, so it announces a new resource on a
 ``subscriptions/listen`` stream as well as with the handshake-era notification.
 ``mem://big`` is ``CONTENT_BIG_BYTES`` (default 4096) characters long. It completes
-``greet``'s ``name`` and ``mem://echo/{text}``'s ``text`` (``completion/complete``).
+``greet``'s ``name`` and ``mem://echo/{text}``'s ``text`` (``completion/complete``), and
+takes ``resources/subscribe``/``unsubscribe`` (handshake era): its ``touch_small`` tool
+sends ``notifications/resources/updated`` for ``mem://small`` while it is subscribed.
 Run: ``python tests/servers/content.py``.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resources import TextResource
 from mcp.types import (
     Completion,
     CompletionArgument,
     CompletionContext,
+    EmptyResult,
     PromptReference,
     ResourceTemplateReference,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
 )
 
 server = MCPServer("content")
@@ -74,6 +81,41 @@ async def add_resource(name: str, ctx: Context) -> str:
     if ctx.request_context.protocol_version != "2026-07-28":
         await ctx.request_context.session.send_resource_list_changed()
     return uri
+
+
+SUBSCRIBED: set[str] = set()
+
+
+async def on_subscribe(
+    _ctx: ServerRequestContext[Any], params: SubscribeRequestParams
+) -> EmptyResult:
+    SUBSCRIBED.add(params.uri)
+    return EmptyResult()
+
+
+async def on_unsubscribe(
+    _ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
+) -> EmptyResult:
+    SUBSCRIBED.discard(params.uri)
+    return EmptyResult()
+
+
+# MCPServer has no decorator for these (the 2026-07-28 protocol dropped them): the
+# low-level server it wraps takes them as any other request handler.
+server._lowlevel_server.add_request_handler(
+    "resources/subscribe", SubscribeRequestParams, on_subscribe
+)
+server._lowlevel_server.add_request_handler(
+    "resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe
+)
+
+
+@server.tool(description="Say mem://small changed, when subscribed; answer whether it was.")
+async def touch_small(ctx: Context) -> str:
+    if "mem://small" not in SUBSCRIBED:
+        return "not subscribed"
+    await ctx.request_context.session.send_resource_updated("mem://small")
+    return "notified"
 
 
 if __name__ == "__main__":

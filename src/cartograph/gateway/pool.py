@@ -105,6 +105,20 @@ class Upstream(Protocol):
         timeout: float,  # noqa: ASYNC109 - mirrors UpstreamSession.complete
     ) -> CompleteResult: ...
 
+    async def subscribe_resource(
+        self,
+        uri: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - mirrors UpstreamSession.subscribe_resource
+    ) -> None: ...
+
+    async def unsubscribe_resource(
+        self,
+        uri: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - mirrors UpstreamSession.unsubscribe_resource
+    ) -> None: ...
+
     async def aclose(self) -> None: ...
 
 

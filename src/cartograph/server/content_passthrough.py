@@ -125,6 +125,38 @@ class ContentPassthrough:
             server, complete, client=partition_key(principal, client), what=what
         )
 
+    async def subscribe_resource(
+        self, server: str, uri: str, *, principal: str | None = None, client: str | None = None
+    ) -> None:
+        """Subscribe the client's upstream session to ``uri``; its updates reach ``content``."""
+        self._content_server(server, "resources")
+        partition = partition_key(principal, client)
+        await self._subscription(server, uri, partition, subscribe=True)
+        self.content.hold(server, uri, partition or "")
+
+    async def unsubscribe_resource(
+        self, server: str, uri: str, *, principal: str | None = None, client: str | None = None
+    ) -> None:
+        """Forward the unsubscribe once no other client of this catalog holds ``uri``."""
+        self._content_server(server, "resources")
+        partition = partition_key(principal, client)
+        if self.content.release(server, uri, partition or ""):
+            await self._subscription(server, uri, partition, subscribe=False)
+
+    async def _subscription(
+        self, server: str, uri: str, partition: str | None, *, subscribe: bool
+    ) -> None:
+        timeout = self.servers[server].call_timeout
+
+        async def send(session: Upstream) -> None:
+            if subscribe:
+                await session.subscribe_resource(uri, timeout=timeout)
+            else:
+                await session.unsubscribe_resource(uri, timeout=timeout)
+
+        what = "resources/subscribe" if subscribe else "resources/unsubscribe"
+        await self.gateway.request(server, send, client=partition, what=what)
+
     def _bounded(self, server: str, what: str, result: _Content) -> _Content:
         """Refuse (never cut) a read or prompt over ``[gateway] max_result_bytes``."""
         limit = self.config.gateway.max_result_bytes

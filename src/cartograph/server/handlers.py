@@ -52,6 +52,7 @@ from cartograph.server.discover_reply import discover_structured, discover_text
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import (
     ChangeListener,
+    UpdateListener,
     audit_uri,
     prompt_name,
     resource_uri,
@@ -122,6 +123,12 @@ class ContentSurface(Protocol):
     ) -> GetPromptResult: ...
 
     def subscribe_changes(self, listener: ChangeListener) -> None: ...
+
+    def subscribe_updates(self, listener: UpdateListener) -> None: ...
+
+    async def subscribe_resource(self, uri: str, *, principal: str | None) -> None: ...
+
+    async def unsubscribe_resource(self, uri: str, *, principal: str | None) -> None: ...
 
     async def complete(
         self,
@@ -377,6 +384,43 @@ class ProxyHandlers:
     def subscribe_changes(self, listener: ChangeListener) -> None:
         """Forward this catalog's resources/prompts ``list_changed`` to ``listener``."""
         self.runtime.content.subscribe(listener)
+
+    def subscribe_updates(self, listener: UpdateListener) -> None:
+        """Forward this catalog's ``notifications/resources/updated`` to ``listener``."""
+        self.runtime.content.on_updated(listener)
+
+    async def subscribe_resource(
+        self, uri: str, *, principal: str | None, client: str | None = None
+    ) -> None:
+        """Authorize, map back, subscribe upstream and audit one ``resources/subscribe``."""
+        await self._subscription("resources/subscribe", uri, principal, client)
+
+    async def unsubscribe_resource(
+        self, uri: str, *, principal: str | None, client: str | None = None
+    ) -> None:
+        """The same for ``resources/unsubscribe`` (forwarded once no client holds the URI)."""
+        await self._subscription("resources/unsubscribe", uri, principal, client)
+
+    async def _subscription(
+        self, method: str, uri: str, principal: str | None, client: str | None
+    ) -> None:
+        record = PendingRecord(proxy_tool=method, arguments=None)
+        client = client if client is not None else _current_client()
+        runtime = self.runtime
+        send = (
+            runtime.subscribe_resource
+            if method == "resources/subscribe"
+            else runtime.unsubscribe_resource
+        )
+
+        async def run() -> None:
+            parts = split_resource_uri(uri)
+            if parts is not None and parts[0] == self.catalog:
+                record.server, record.tool = parts[1], audit_uri(parts[2])
+            server, upstream = self._resource_target(uri)
+            await send(server, upstream, principal=principal, client=client)
+
+        await self._content_request(record, principal, run)
 
     def _passes(self, kind: str, server: str, name: str) -> bool:
         return kind in self.policy.passthrough and policy_allows(self.policy, server, name)

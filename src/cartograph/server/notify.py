@@ -8,6 +8,9 @@ and receives them on that request's stream. :class:`ChangeNotifier` does
 both: it remembers each handshake-era connection as it speaks (a middleware
 on the mount's SDK server) and publishes every change on the SDK's
 subscription bus, which the mount's ``subscriptions/listen`` handler serves.
+It also keeps which connection subscribed to which resource
+(``resources/subscribe``, handshake era only) and forwards an upstream's
+``notifications/resources/updated`` to those connections alone.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class ChangeNotifier:
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         self._sessions: dict[str, ServerSession] = {}
+        self._subscribed: dict[str, set[str]] = {}
 
     def remember(self, client: str, session: ServerSession) -> None:
         """``client`` (stdio: ``local``; HTTP: its session key) speaks the handshake era."""
@@ -49,6 +53,30 @@ class ChangeNotifier:
     def forget(self, client: str) -> None:
         """The client is gone (its HTTP session ended)."""
         self._sessions.pop(client, None)
+        self._subscribed.pop(client, None)
+
+    def subscribed(self, client: str, uri: str) -> None:
+        """``client`` subscribed to ``uri`` (``resources/subscribe``, handshake era)."""
+        self._subscribed.setdefault(client, set()).add(uri)
+
+    def unsubscribed(self, client: str, uri: str) -> None:
+        self._subscribed.get(client, set()).discard(uri)
+
+    async def resource_updated(self, uri: str) -> None:
+        """Tell each client subscribed to ``uri`` that it changed (``resources/updated``)."""
+        for client, uris in list(self._subscribed.items()):
+            session = self._sessions.get(client)
+            if uri not in uris or session is None:
+                continue
+            delivered = False
+            with anyio.move_on_after(NOTIFY_TIMEOUT):
+                try:
+                    await session.send_resource_updated(uri)
+                    delivered = True
+                except Exception as exc:  # the connection is gone: stop telling it
+                    logger.debug("dropping %s from resources/updated: %s", client, exc)
+            if not delivered:
+                self.forget(client)
 
     @property
     def clients(self) -> tuple[str, ...]:

@@ -39,6 +39,9 @@ CONTENT_KINDS: Final[tuple[ContentKind, ...]] = ("resources", "prompts")
 ChangeListener = Callable[[ContentKind], Awaitable[None]]
 """Told which kind of listing changed (``resources`` or ``prompts``) in a catalog."""
 
+UpdateListener = Callable[[str], Awaitable[None]]
+"""Told the client-side URI (``cartograph://C/S/U``) of a resource its upstream says changed."""
+
 
 def resource_uri(catalog: str, server: str, upstream_uri: str) -> str:
     """The URI a client sees for ``upstream_uri`` (or a template) of ``server`` in ``catalog``."""
@@ -85,17 +88,43 @@ class CatalogContent:
         self.catalog = catalog
         self.listings: dict[str, ContentListing] = {}
         self._listeners: list[ChangeListener] = []
+        self._update_listeners: list[UpdateListener] = []
+        self._holders: dict[tuple[str, str], set[str]] = {}
         self._relists = CoalescingRefresher()
 
     def subscribe(self, listener: ChangeListener) -> None:
         """Call ``listener(kind)`` whenever a server's resources or prompts listing changes."""
         self._listeners.append(listener)
 
+    def on_updated(self, listener: UpdateListener) -> None:
+        """Call ``listener(uri)`` when an upstream says a (subscribed) resource changed."""
+        self._update_listeners.append(listener)
+
+    def hold(self, server: str, uri: str, holder: str) -> None:
+        """``holder`` (a pool partition) subscribed to ``uri`` of ``server``."""
+        self._holders.setdefault((server, uri), set()).add(holder)
+
+    def release(self, server: str, uri: str, holder: str) -> bool:
+        """``holder`` unsubscribed; True when nobody holds ``uri`` any more.
+
+        A stateless upstream's session is shared by every client, so its
+        subscription may only end with the last client's unsubscribe.
+        """
+        holders = self._holders.get((server, uri), set())
+        holders.discard(holder)
+        if holders:
+            return False
+        self._holders.pop((server, uri), None)
+        return True
+
     async def opened(self, server: str, session: Upstream) -> None:
         """A session opened: list once per server, then follow its change notifications.
 
         Never fails the open: a server whose listing fails still serves its tools.
         """
+        follow = getattr(session, "on_resource_updated", None)
+        if follow is not None:
+            follow(self._updated)
         subscribe = getattr(session, "on_content_changed", None)
         if subscribe is not None:
 
@@ -127,6 +156,14 @@ class CatalogContent:
             kinds.append("prompts")
         for kind in kinds:
             await self._tell(kind)
+
+    async def _updated(self, server: str, uri: str) -> None:
+        namespaced = resource_uri(self.catalog, server, uri)
+        for listener in list(self._update_listeners):
+            try:
+                await listener(namespaced)
+            except Exception:  # one client's notification must not stop the others
+                logger.exception("catalog %s: forwarding resources/updated failed", self.catalog)
 
     async def _tell(self, kind: ContentKind) -> None:
         for listener in list(self._listeners):

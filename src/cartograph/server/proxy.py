@@ -27,6 +27,7 @@ from mcp.types import (
     CallToolResult,
     CompleteRequestParams,
     CompleteResult,
+    EmptyResult,
     GetPromptRequestParams,
     GetPromptResult,
     ListPromptsResult,
@@ -36,7 +37,9 @@ from mcp.types import (
     PaginatedRequestParams,
     ReadResourceRequestParams,
     ReadResourceResult,
+    SubscribeRequestParams,
     SubscriptionsListenRequestParams,
+    UnsubscribeRequestParams,
 )
 
 from cartograph import __version__
@@ -170,6 +173,8 @@ def build_proxy_server(
         )
         server.middleware.append(remembering(notifier, _sessioned(client_key)))
         handlers.subscribe_changes(notifier)
+        _add_subscriptions(server, handlers, context, notifier, _sessioned(client_key))
+        handlers.subscribe_updates(notifier.resource_updated)
     return server
 
 
@@ -233,6 +238,41 @@ def _add_content(
     server.add_request_handler("prompts/list", PaginatedRequestParams, on_list_prompts)
     server.add_request_handler("prompts/get", GetPromptRequestParams, on_get_prompt)
     server.add_request_handler("completion/complete", CompleteRequestParams, on_complete)
+
+
+def _add_subscriptions(
+    server: Server[Any],
+    surface: ContentSurface,
+    context: Callable[[Ctx], CallContext],
+    notifier: ChangeNotifier,
+    client_of: KeyOf,
+) -> None:
+    """``resources/subscribe``/``unsubscribe`` (handshake era): forwarded, then remembered.
+
+    The notifier tells the subscribing connection of each update; a sessionless
+    request has no connection to tell, so it is forwarded and audited only.
+    """
+
+    async def on_subscribe(ctx: Ctx, params: SubscribeRequestParams) -> EmptyResult:
+        call = context(ctx)
+        with _called(call), _as_rpc_error("resources/subscribe"):
+            await surface.subscribe_resource(params.uri, principal=call.principal)
+        client = client_of(ctx)
+        if client is not None:
+            notifier.subscribed(client, params.uri)
+        return EmptyResult()
+
+    async def on_unsubscribe(ctx: Ctx, params: UnsubscribeRequestParams) -> EmptyResult:
+        call = context(ctx)
+        client = client_of(ctx)
+        if client is not None:
+            notifier.unsubscribed(client, params.uri)
+        with _called(call), _as_rpc_error("resources/unsubscribe"):
+            await surface.unsubscribe_resource(params.uri, principal=call.principal)
+        return EmptyResult()
+
+    server.add_request_handler("resources/subscribe", SubscribeRequestParams, on_subscribe)
+    server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe)
 
 
 @contextmanager

@@ -62,7 +62,7 @@ from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.handlers import CALL_CONTEXT, ContentSurface, ToolSurface
-from cartograph.server.passthrough import ChangeListener, split_resource_uri
+from cartograph.server.passthrough import ChangeListener, UpdateListener, split_resource_uri
 
 CATALOG_ARGUMENT: Final = "catalog"
 UNKNOWN_TOOL_CODES: Final = frozenset({codes.UNKNOWN_PROXY_TOOL, codes.UNKNOWN_TOOL})
@@ -282,6 +282,20 @@ class RoutedHandlers:
         for surface in self._targets.values():
             if _serves_content(surface):
                 surface.subscribe_changes(listener)
+
+    def subscribe_updates(self, listener: UpdateListener) -> None:
+        for surface in self._targets.values():
+            if _serves_content(surface):
+                surface.subscribe_updates(listener)
+
+    async def subscribe_resource(self, uri: str, *, principal: str | None) -> None:
+        """Routed by the URI's catalog, like a read; that catalog authorizes and audits."""
+        surface = self._resource_surface(uri, "resources/subscribe", principal)
+        await surface.subscribe_resource(uri, principal=principal)
+
+    async def unsubscribe_resource(self, uri: str, *, principal: str | None) -> None:
+        surface = self._resource_surface(uri, "resources/unsubscribe", principal)
+        await surface.unsubscribe_resource(uri, principal=principal)
 
     def list_resources(self) -> list[Resource]:
         return [r for _, s in self._content_targets() for r in s.list_resources()]

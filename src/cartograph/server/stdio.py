@@ -41,7 +41,7 @@ from cartograph.errors import CartographError
 from cartograph.gateway.results import error_result
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.jsonrpc_refusal import Refusal
-from cartograph.server.passthrough import ChangeListener
+from cartograph.server.passthrough import ChangeListener, UpdateListener
 from cartograph.server.proxy import build_proxy_server
 from cartograph.server.runtime import CatalogRuntime
 from cartograph.server.stdio_guard import guarded_stdio, refusal_record
@@ -75,6 +75,7 @@ class DeferredHandlers:
         self.failure: CartographError | None = None
         self._exposed = tuple(t for t in PROXY_TOOLS if t in catalog.policy.proxy_tools)
         self._listeners: list[ChangeListener] = []
+        self._update_listeners: list[UpdateListener] = []
 
     def list_tools(self) -> list[Tool]:
         return [proxy_tool(name, prefix=self.prefix) for name in self._exposed]
@@ -91,6 +92,8 @@ class DeferredHandlers:
         )
         for listener in self._listeners:
             self.handlers.subscribe_changes(listener)
+        for updated in self._update_listeners:
+            self.handlers.subscribe_updates(updated)
         self._ready.set()
 
     def set_failure(self, error: CartographError) -> None:
@@ -115,6 +118,17 @@ class DeferredHandlers:
         self._listeners.append(listener)
         if self.handlers is not None:
             self.handlers.subscribe_changes(listener)
+
+    def subscribe_updates(self, listener: UpdateListener) -> None:
+        self._update_listeners.append(listener)
+        if self.handlers is not None:
+            self.handlers.subscribe_updates(listener)
+
+    async def subscribe_resource(self, uri: str, *, principal: str | None) -> None:
+        await (await self._ready_handlers()).subscribe_resource(uri, principal=principal)
+
+    async def unsubscribe_resource(self, uri: str, *, principal: str | None) -> None:
+        await (await self._ready_handlers()).unsubscribe_resource(uri, principal=principal)
 
     def list_resources(self) -> list[Resource]:
         return self.handlers.list_resources() if self.handlers is not None else []

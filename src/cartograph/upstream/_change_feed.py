@@ -33,6 +33,9 @@ ToolsChangedCallback = Callable[[str], Awaitable[None] | None]
 ContentChangedCallback = Callable[[str, ContentKind], Awaitable[None] | None]
 """Called with the server name and what changed on ``resources``/``prompts/list_changed``."""
 
+ResourceUpdatedCallback = Callable[[str, str], Awaitable[None] | None]
+"""Called with the server name and the upstream URI on ``notifications/resources/updated``."""
+
 
 class ChangeFeed:
     """The change callbacks of one session, and the two ways the news arrives.
@@ -47,12 +50,16 @@ class ChangeFeed:
         self._ask_for_content = ask_for_content
         self._tools_callbacks: list[ToolsChangedCallback] = []
         self._content_callbacks: list[ContentChangedCallback] = []
+        self._updated_callbacks: list[ResourceUpdatedCallback] = []
 
     def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
         self._tools_callbacks.append(callback)
 
     def on_content_changed(self, callback: ContentChangedCallback) -> None:
         self._content_callbacks.append(callback)
+
+    def on_resource_updated(self, callback: ResourceUpdatedCallback) -> None:
+        self._updated_callbacks.append(callback)
 
     async def on_message(self, message: IncomingMessage) -> None:
         """The client's message handler: handshake-era servers deliver list changes here."""
@@ -64,6 +71,8 @@ class ChangeFeed:
             await self._fire_content_changed("resources")
         elif isinstance(message, types.PromptListChangedNotification):
             await self._fire_content_changed("prompts")
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            await self._fire_resource_updated(message.params.uri)
 
     def wants_listen(self, client: Client) -> bool:
         """2026-07-28 servers deliver list changes only on a ``subscriptions/listen`` stream."""
@@ -105,6 +114,15 @@ class ChangeFeed:
             except Exception:
                 logger.exception("upstream %s: %s_changed callback failed", self.server, kind)
 
+    async def _fire_resource_updated(self, uri: str) -> None:
+        for callback in list(self._updated_callbacks):
+            try:
+                outcome = callback(self.server, uri)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("upstream %s: resources/updated callback failed", self.server)
+
     async def _fire_tools_changed(self) -> None:
         for callback in list(self._tools_callbacks):
             try:
@@ -131,4 +149,9 @@ def _listen_filter(caps: types.ServerCapabilities) -> dict[str, bool]:
     }
 
 
-__all__ = ["ChangeFeed", "ContentChangedCallback", "ToolsChangedCallback"]
+__all__ = [
+    "ChangeFeed",
+    "ContentChangedCallback",
+    "ResourceUpdatedCallback",
+    "ToolsChangedCallback",
+]

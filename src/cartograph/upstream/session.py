@@ -44,6 +44,7 @@ from cartograph.errors import UpstreamError, UpstreamRefused, UpstreamUnavailabl
 from cartograph.upstream._change_feed import (
     ChangeFeed,
     ContentChangedCallback,
+    ResourceUpdatedCallback,
     ToolsChangedCallback,
 )
 from cartograph.upstream._errors import translate_error
@@ -408,6 +409,41 @@ class UpstreamSession:
             lambda: client.complete(ref, pair, context_arguments),
         )
 
+    async def subscribe_resource(
+        self,
+        uri: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - as call_tool
+    ) -> None:
+        """``resources/subscribe``: the upstream then sends ``notifications/resources/updated``.
+
+        Sent as a plain request: the SDK's helper warns that the 2026-07-28 protocol
+        dropped the method; such an upstream says "method not found" (:class:`UpstreamRefused`).
+        """
+        await self._subscription("resources/subscribe", uri, timeout)
+
+    async def unsubscribe_resource(
+        self,
+        uri: str,
+        *,
+        timeout: float,  # noqa: ASYNC109 - as call_tool
+    ) -> None:
+        """``resources/unsubscribe``: the upstream stops telling this session of ``uri``."""
+        await self._subscription("resources/unsubscribe", uri, timeout)
+
+    async def _subscription(self, method: str, uri: str, timeout: float) -> None:  # noqa: ASYNC109
+        client = self._require_client()
+        request: types.SubscribeRequest | types.UnsubscribeRequest
+        if method == "resources/subscribe":
+            request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+        else:
+            request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
+        await self._request(
+            f"{method} {uri}",
+            timeout,
+            lambda: client.session.send_request(request, types.EmptyResult),
+        )
+
     async def _request(
         self,
         phase: str,
@@ -433,6 +469,10 @@ class UpstreamSession:
     def on_content_changed(self, callback: ContentChangedCallback) -> None:
         """Register a callback for ``resources/list_changed`` and ``prompts/list_changed``."""
         self._changes.on_content_changed(callback)
+
+    def on_resource_updated(self, callback: ResourceUpdatedCallback) -> None:
+        """Register a callback for the upstream's ``notifications/resources/updated``."""
+        self._changes.on_resource_updated(callback)
 
     def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
         """Register a callback for the upstream's ``tools/list_changed``."""
