@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from cartograph.config.model import Config, HttpConfig, TokenConfig
 from cartograph.errors import ConfigError
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.http import check_bind, run_http
+from cartograph.server.http.serve import bind_socket
 
 pytestmark = pytest.mark.anyio
 
@@ -52,3 +55,19 @@ async def test_serving_refuses_a_remote_bind_without_auth_before_touching_upstre
         )
     assert caught.value.code == "remote_bind_needs_auth"
     assert started == []
+
+
+def test_the_bound_socket_accepts_connections_before_the_server_runs() -> None:
+    """The URL is announced ("serving on URL") right after the bind, before uvicorn starts.
+
+    So the socket must already listen then: a client started on the
+    announcement (``cartograph connect --url``, a harness) queues in the
+    backlog until the server accepts. A bound socket that did not listen yet
+    refused it, which under load failed ``connect`` with "Connection refused".
+    """
+    sock = bind_socket("127.0.0.1", 0)
+    try:
+        with socket.create_connection(sock.getsockname()[:2], timeout=5):
+            pass
+    finally:
+        sock.close()

@@ -239,7 +239,7 @@ async def run_http(
     """
     bind = host or config.http.host
     async with http_app(config, host=bind, **options) as served:
-        sock = _bind_socket(bind, config.http.port if port is None else port)
+        sock = bind_socket(bind, config.http.port if port is None else port)
         drain = Drain(served.app, on_refuse=_refusal_audit(served))
         server = Server(
             uvicorn.Config(
@@ -317,7 +317,7 @@ def serve_http(config: Config, **options: Any) -> None:
     anyio.run(lambda: run_http(config, **options))
 
 
-def _bind_socket(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int) -> socket.socket:
     """Bind before serving so a port of 0 yields a known, free port and errors come early."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -329,6 +329,9 @@ def _bind_socket(host: str, port: int) -> socket.socket:
         raise ConfigError(
             f"cannot bind {host}:{port}: {exc.strerror}.", code=codes.BIND_FAILED
         ) from exc
+    # Listen now, not when uvicorn starts: the URL is announced before that, and a
+    # client that connects on the announcement must queue, not be refused.
+    sock.listen(socket.SOMAXCONN)
     sock.setblocking(False)
     return sock
 
