@@ -28,7 +28,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -36,6 +38,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "src" / "cartograph" / "index" / "embedders" / "minilm"
 OPSET = 17
+BERT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+if TYPE_CHECKING:
+    from cartograph.index.embedders.minilm.embedder import ModelSpec
+
+Quantise = Callable[[Path, Path], None]
+"""Writes the int8 graph (second path) from the float32 one (first path)."""
 
 
 def main() -> int:
@@ -57,18 +66,43 @@ def main() -> int:
     return validate(original, args.out, args.min_cosine)
 
 
-def export(original: object, source: Path, out: Path) -> None:
-    """Write model.onnx, tokenizer.json and SHA256SUMS into ``out``."""
+def quantise_per_channel(fp32: Path, int8: Path, **options: object) -> None:
+    """Dynamic int8, per channel (per tensor degrades MiniLM to cosine ~0.89).
+
+    ``options`` go to ``quantize_dynamic`` unchanged (``export_mpnet.py`` keeps nodes float32).
+    """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    quantize_dynamic(
+        str(fp32),
+        str(int8),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        reduce_range=False,
+        **options,
+    )
+
+
+def export(
+    original: object,
+    source: Path,
+    out: Path,
+    *,
+    inputs: Sequence[str] = BERT_INPUTS,
+    quantise: Quantise = quantise_per_channel,
+) -> None:
+    """Write model.onnx, tokenizer.json and SHA256SUMS into ``out``.
+
+    Shared by every encoder we export (``export_mpnet.py``, ``finetune_minilm.py``):
+    ``inputs`` are the encoder's input names in call order, ``quantise`` the int8
+    step (default: every MatMul, per channel, as for MiniLM).
+    """
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         fp32 = Path(tmp) / "model-fp32.onnx"
-        _export_fp32(original, fp32)
+        _export_fp32(original, fp32, inputs)
         int8 = Path(tmp) / "model-int8.onnx"
-        quantize_dynamic(
-            str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True, reduce_range=False
-        )
+        quantise(fp32, int8)
         shutil.copyfile(int8, out / "model.onnx")
         print(f"fp32 {fp32.stat().st_size / 1e6:.1f} MB -> int8 {int8.stat().st_size / 1e6:.1f} MB")
     shutil.copyfile(source / "tokenizer.json", out / "tokenizer.json")
@@ -77,7 +111,8 @@ def export(original: object, source: Path, out: Path) -> None:
     print(sums, end="")
 
 
-def _export_fp32(original: object, path: Path) -> None:
+def _export_fp32(original: object, path: Path, inputs: Sequence[str]) -> None:
+    """The encoder's ``last_hidden_state`` as ONNX, dynamic batch and sequence axes."""
     import torch
 
     encoder = original[0].auto_model  # type: ignore[index]
@@ -89,37 +124,34 @@ def _export_fp32(original: object, path: Path) -> None:
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
-            return self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
+        def forward(self, *tensors):  # type: ignore[no-untyped-def]
+            return self.model(**dict(zip(inputs, tensors, strict=True))).last_hidden_state
 
     dummy = original.tokenizer(  # type: ignore[attr-defined]
         ["an example", "a somewhat longer example sentence"], padding=True, return_tensors="pt"
     )
-    inputs = (dummy["input_ids"], dummy["attention_mask"], dummy["token_type_ids"])
     axes = {0: "batch", 1: "sequence"}
     with torch.no_grad():
         torch.onnx.export(
             LastHidden(encoder),
-            inputs,
+            tuple(dummy[name] for name in inputs),
             str(path),
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            input_names=list(inputs),
             output_names=["last_hidden_state"],
-            dynamic_axes={
-                "input_ids": axes,
-                "attention_mask": axes,
-                "token_type_ids": axes,
-                "last_hidden_state": axes,
-            },
+            dynamic_axes={**{name: axes for name in inputs}, "last_hidden_state": axes},
             opset_version=OPSET,
             do_constant_folding=True,
             dynamo=False,
         )
 
 
-def validate(original: object, out: Path, min_cosine: float) -> int:
-    """Compare Cartograph's runtime on the exported files with the original model."""
+def validate(
+    original: object, out: Path, min_cosine: float, *, spec: ModelSpec | None = None
+) -> int:
+    """Compare Cartograph's runtime on the exported files with the original model.
+
+    ``spec`` describes a model other than MiniLM (``export_mpnet.py``).
+    """
     import numpy as np
 
     sys.path.insert(0, str(REPO / "src"))
@@ -129,7 +161,8 @@ def validate(original: object, out: Path, min_cosine: float) -> int:
     reference = original.encode(  # type: ignore[attr-defined]
         texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True
     )
-    ours = MiniLMEmbedder(out).embed(texts)
+    embedder = MiniLMEmbedder(out) if spec is None else MiniLMEmbedder(out, spec=spec)
+    ours = embedder.embed(texts)
     cosines = np.sum(reference * ours, axis=1)
     # Blank input has no content to embed ([CLS][SEP] only) and int8 rounding
     # dominates it; it is reported, but the bar applies to texts with content.

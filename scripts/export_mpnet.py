@@ -37,17 +37,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import shutil
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
+import export_minilm  # beside this script: the export and validation it shares
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
-OPSET = 17
 MODEL_ID = "sentence-transformers/all-mpnet-base-v2:onnx-int8-per-channel:mean-l2"
 DIM = 768
 MAX_TOKENS = 384  # sentence_bert_config.json max_seq_length
@@ -110,107 +110,40 @@ def unpack(parts: Path, tmp: Path) -> Path:
 
 
 def export(original: object, source: Path, out: Path) -> None:
-    """Write model.onnx, tokenizer.json and SHA256SUMS into ``out``."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        fp32 = Path(tmp) / "model-fp32.onnx"
-        _export_fp32(original, fp32)
-        int8 = Path(tmp) / "model-int8.onnx"
-        # Quantising every MatMul (as for MiniLM) costs MPNet fidelity: cosine to the
-        # original min 0.81, mean 0.90. Its feed-forward output projections carry
-        # activation outliers, so those 12 stay float32 (min 0.96, mean 0.99), and
-        # activation-by-activation MatMuls (attention scores) are never quantised.
-        import onnx
-
-        graph = onnx.load(str(fp32)).graph
-        keep_fp32 = [
-            n.name
-            for n in graph.node
-            if n.op_type == "MatMul" and "/output/dense/" in n.name and "attention" not in n.name
-        ]
-        quantize_dynamic(
-            str(fp32),
-            str(int8),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            reduce_range=False,
-            nodes_to_exclude=keep_fp32,
-            extra_options={"MatMulConstBOnly": True},
-        )
-        shutil.copyfile(int8, out / "model.onnx")
-        print(f"fp32 {fp32.stat().st_size / 1e6:.1f} MB -> int8 {int8.stat().st_size / 1e6:.1f} MB")
-    shutil.copyfile(source / "tokenizer.json", out / "tokenizer.json")
-    sums = "".join(f"{_sha256(out / n)}  {n}\n" for n in ("model.onnx", "tokenizer.json"))
-    (out / "SHA256SUMS").write_text(sums, encoding="utf-8")
-    print(sums, end="")
-
-
-def _export_fp32(original: object, path: Path) -> None:
-    import torch
-
-    encoder = original[0].auto_model  # type: ignore[index]
-    encoder.config._attn_implementation = "eager"  # plain ops export cleanly
-    encoder.eval()
-
-    class LastHidden(torch.nn.Module):
-        def __init__(self, model: torch.nn.Module) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask):  # type: ignore[no-untyped-def]
-            return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-
-    dummy = original.tokenizer(  # type: ignore[attr-defined]
-        ["an example", "a somewhat longer example sentence"], padding=True, return_tensors="pt"
+    """Write model.onnx, tokenizer.json and SHA256SUMS into ``out`` (``export_minilm.export``)."""
+    export_minilm.export(
+        original, source, out, inputs=("input_ids", "attention_mask"), quantise=_quantise
     )
-    axes = {0: "batch", 1: "sequence"}
-    with torch.no_grad():
-        torch.onnx.export(
-            LastHidden(encoder),
-            (dummy["input_ids"], dummy["attention_mask"]),
-            str(path),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["last_hidden_state"],
-            dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
-            opset_version=OPSET,
-            do_constant_folding=True,
-            dynamo=False,
-        )
+
+
+def _quantise(fp32: Path, int8: Path) -> None:
+    """Per channel, except the feed-forward output projections and activation MatMuls.
+
+    Quantising every MatMul (as for MiniLM) costs MPNet fidelity: cosine to the
+    original min 0.81, mean 0.90. Its feed-forward output projections carry
+    activation outliers, so those 12 stay float32 (min 0.96, mean 0.99), and
+    activation-by-activation MatMuls (attention scores) are never quantised.
+    """
+    import onnx
+
+    graph = onnx.load(str(fp32)).graph
+    keep_fp32 = [
+        n.name
+        for n in graph.node
+        if n.op_type == "MatMul" and "/output/dense/" in n.name and "attention" not in n.name
+    ]
+    export_minilm.quantise_per_channel(
+        fp32, int8, nodes_to_exclude=keep_fp32, extra_options={"MatMulConstBOnly": True}
+    )
 
 
 def validate(original: object, out: Path, min_cosine: float) -> int:
-    """Compare Cartograph's runtime on the exported files with the original model."""
-    import numpy as np
-
+    """Compare Cartograph's runtime (MPNet spec) on the exported files with the original."""
     sys.path.insert(0, str(REPO / "src"))
-    sys.path.insert(0, str(REPO / "scripts"))
-    from export_minilm import validation_texts
+    from cartograph.index.embedders.minilm.embedder import ModelSpec
 
-    from cartograph.index.embedders.minilm.embedder import MiniLMEmbedder, ModelSpec
-
-    texts = validation_texts()
-    reference = original.encode(  # type: ignore[attr-defined]
-        texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True
-    )
     spec = ModelSpec(MODEL_ID, DIM, MAX_TOKENS, PAD_TOKEN)
-    ours = MiniLMEmbedder(out, spec=spec).embed(texts)
-    cosines = np.sum(reference * ours, axis=1)
-    content = np.array([bool(t.strip()) for t in texts])
-    blank = cosines[~content]
-    cosines = cosines[content]
-    worst = int(np.argmin(cosines))
-    print(
-        f"validation on {len(cosines)} texts: cosine min {cosines.min():.4f} "
-        f"p1 {np.percentile(cosines, 1):.4f} mean {cosines.mean():.4f}; "
-        f"blank texts ({len(blank)}): {blank.min():.4f}"
-    )
-    print(f"worst text ({cosines[worst]:.4f}): {[t for t in texts if t.strip()][worst][:80]!r}")
-    if cosines.min() < min_cosine:
-        print(f"FAIL: some cosine below {min_cosine}", file=sys.stderr)
-        return 1
-    return 0
+    return export_minilm.validate(original, out, min_cosine, spec=spec)
 
 
 def _sha256(path: Path) -> str:
