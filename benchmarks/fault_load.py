@@ -55,9 +55,18 @@ from tests.servers.support import SCRIPTABLE  # noqa: E402
 HEAVY_TASK_CHARS = 4_000_000
 """The attack's discover task (~4 MB; under the default 4 MiB body limit with its envelope)."""
 MODERN = "2026-07-28"
-RUG_PULL_WINDOW = 10.0
+RUG_PULL_WINDOW = 60.0
+"""How long after a mid-session tool change the script keeps checking whether calls see it.
+
+A bound for failing, not a speed target: the row's note reports how long the
+refusal took (seconds on an idle machine). It is wide because the CI machine
+is a loaded 2-core one, where a re-list every :data:`RELIST_INTERVAL` can lag
+by many seconds without the promise being broken."""
 RELIST_INTERVAL = 2.0
-"""How long after a mid-session tool change the script keeps checking whether calls see it."""
+WITHIN_GRACE = 30.0
+"""``shutdown_grace`` of the "within grace" SIGTERM rows, whose call needs 1 s upstream: a
+drain ends as soon as its calls do, so a wide grace costs nothing and keeps a loaded
+machine's slow answer inside it."""
 
 
 # -- config -------------------------------------------------------------------
@@ -680,7 +689,9 @@ def run_faults(folder: Path) -> list[Row]:
     rows.append(run_sigterm_stdio(_sub(folder, "sigterm-stdio")))
     for mode in ("legacy", "auto"):
         rows.append(
-            run_sigterm_http(_sub(folder, f"sigterm-{mode}-in"), grace=10.0, seconds=1.0, mode=mode)
+            run_sigterm_http(
+                _sub(folder, f"sigterm-{mode}-in"), grace=WITHIN_GRACE, seconds=1.0, mode=mode
+            )
         )
         rows.append(
             run_sigterm_http(
