@@ -142,7 +142,12 @@ def serving(app: ASGIApp, port: int = 0) -> Iterator[str]:
 
 @contextlib.asynccontextmanager
 async def mcp_client(
-    url: str, *, token: str | None = None, mode: str = "auto", headers: dict[str, str] | None = None
+    url: str,
+    *,
+    token: str | None = None,
+    mode: str = "auto",
+    headers: dict[str, str] | None = None,
+    read_timeout: float = 20,
 ) -> AsyncIterator[Client]:
     """The SDK's real streamable-HTTP client, optionally with a bearer token."""
     all_headers = dict(headers or {})
@@ -150,7 +155,7 @@ async def mcp_client(
         all_headers["Authorization"] = f"Bearer {token}"
     async with create_mcp_http_client(headers=all_headers) as http:
         transport = streamable_http_client(url, http_client=http)
-        async with Client(transport, mode=mode, read_timeout_seconds=20) as client:
+        async with Client(transport, mode=mode, read_timeout_seconds=read_timeout) as client:
             yield client
 
 

@@ -65,22 +65,32 @@ async def exits_leaving_no_child(served: ServeProcess, upstream_pid: int) -> int
 async def test_sigterm_mid_call_lets_the_call_finish_within_the_grace(
     tmp_path: Path, mode: str
 ) -> None:
-    in_flight = InFlight(tmp_path)
+    """The call is released only once the drain has begun (new requests get 503), so the
+    signal certainly came while it was in flight, however the machine schedules it."""
+    in_flight, release = InFlight(tmp_path), tmp_path / "release"
     with in_flight, serve_http(write_config(tmp_path, grace=30.0)) as served:
         with anyio.fail_after(60):
-            async with mcp_client(served.mcp, mode=mode) as client:
+            async with (
+                mcp_client(served.mcp, mode=mode) as client,
+                httpx2.AsyncClient(base_url=served.base, timeout=10) as raw,
+            ):
                 upstream_pid = int(text(await call(client, "pid")))
+                assert (await raw.get("/health")).status_code == 200  # a kept-alive connection
                 results: list[CallToolResult] = []
 
                 async def slow_call() -> None:
+                    path, until = str(in_flight.path), str(release)
                     results.append(
-                        await call(client, "announce", path=str(in_flight.path), seconds=1.0)
+                        await call(client, "announce", path=path, seconds=600, until=until)
                     )
 
                 async with anyio.create_task_group() as group:
                     group.start_soon(slow_call)
                     await in_flight.wait_async()
                     served.signal(signal.SIGTERM)
+                    assert (await _refused_while_draining(raw)).status_code == 503
+                    assert results == []
+                    release.write_text("go")
             code = await exits_leaving_no_child(served, upstream_pid)
     assert [text(r) for r in results] == ["slept"]
     assert code == 0

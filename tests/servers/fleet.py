@@ -33,11 +33,12 @@ from typing import Any, Literal
 import httpx2
 
 from tests.servers.postgres import PASSWORD, PASSWORD_ENV, Postgres
-from tests.servers.serving import free_port
+from tests.servers.serving import ANNOUNCED, free_port
 from tests.servers.support import SCRIPTABLE
 
 Mode = Literal["stateless", "sticky"]
 READY_TIMEOUT = 120.0
+BIND_ATTEMPTS = 3
 SERVE = (sys.executable, "-m", "cartograph.cli.main", "serve", "--http")
 
 
@@ -171,6 +172,9 @@ def fleet_toml(state: Path, database_url: str, *, stateless: bool) -> str:
 class Replica:
     process: subprocess.Popen[bytes]
     port: int
+    log: Path
+    offset: int = 0
+    """Where this replica's lines begin in ``log`` (a restarted replica appends)."""
 
     @property
     def base(self) -> str:
@@ -300,15 +304,35 @@ def prepare(folder: Path, postgres: Postgres, mode: Mode, database: str) -> Flee
 
 
 def start_replica(fleet: Fleet, index: int) -> Replica:
-    port = free_port()
-    with (fleet.folder / f"replica-{index}.log").open("ab") as log:
+    """Start a replica on a port the kernel picks (:func:`announced_port` reads which).
+
+    A port probed free beforehand can be taken by any process before the replica
+    binds it (an outgoing connection's ephemeral port, on a busy machine).
+    """
+    log = fleet.folder / f"replica-{index}.log"
+    offset = log.stat().st_size if log.exists() else 0
+    with log.open("ab") as out:
         process = subprocess.Popen(
-            [*SERVE, "--port", str(port), "--config", str(fleet.config)],
+            [*SERVE, "--port", "0", "--config", str(fleet.config)],
             env=_env(),
-            stdout=log,
+            stdout=out,
             stderr=subprocess.STDOUT,
         )
-    return Replica(process, port)
+    return Replica(process, 0, log, offset)
+
+
+def announced_port(replica: Replica) -> int:
+    """The port from the replica's ``cartograph serving on URL`` line (it listens by then)."""
+    log, process = replica.log, replica.process
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        found = ANNOUNCED.search(log.read_bytes()[replica.offset :])
+        if found is not None:
+            return int(found.group(1).decode().rsplit(":", 1)[1])
+        if process.poll() is not None:
+            raise RuntimeError(f"replica exited with {process.returncode}; see {log}")
+        time.sleep(0.1)
+    raise RuntimeError(f"replica did not announce its URL within {READY_TIMEOUT:g}s; see {log}")
 
 
 def wait_ready(url: str, process: subprocess.Popen[bytes] | None = None) -> None:
@@ -327,14 +351,22 @@ def start_balancer(fleet: Fleet) -> None:
     haproxy = shutil.which("haproxy")
     if haproxy is None:
         raise RuntimeError("HAProxy is not installed; run scripts/setup (setup.d/60-fleet.sh)")
-    fleet.port = free_port()
-    config = fleet.folder / "haproxy.cfg"
-    config.write_text(haproxy_config(fleet.mode, fleet.port, [r.port for r in fleet.replicas]))
-    with (fleet.folder / "haproxy.log").open("ab") as log:
-        fleet.balancer = subprocess.Popen(
-            [haproxy, "-f", str(config), "-db"], stdout=log, stderr=subprocess.STDOUT
-        )
-    wait_ready(f"http://127.0.0.1:{fleet.port}/health", fleet.balancer)
+    # HAProxy cannot bind port 0 and say which it got: a probed port, tried again when
+    # another process took it first (HAProxy then exits at once: "cannot bind socket").
+    for attempt in range(BIND_ATTEMPTS):
+        fleet.port = free_port()
+        config = fleet.folder / "haproxy.cfg"
+        config.write_text(haproxy_config(fleet.mode, fleet.port, [r.port for r in fleet.replicas]))
+        with (fleet.folder / "haproxy.log").open("ab") as log:
+            fleet.balancer = subprocess.Popen(
+                [haproxy, "-f", str(config), "-db"], stdout=log, stderr=subprocess.STDOUT
+            )
+        try:
+            wait_ready(f"http://127.0.0.1:{fleet.port}/health", fleet.balancer)
+            return
+        except RuntimeError:
+            if fleet.balancer.poll() is None or attempt == BIND_ATTEMPTS - 1:
+                raise
 
 
 @contextlib.contextmanager
@@ -343,6 +375,7 @@ def running(fleet: Fleet, replicas: int) -> Iterator[Fleet]:
     try:
         fleet.replicas = [start_replica(fleet, i) for i in range(replicas)]
         for replica in fleet.replicas:
+            replica.port = announced_port(replica)
             wait_ready(f"{replica.base}/health", replica.process)
         start_balancer(fleet)
         yield fleet

@@ -116,8 +116,13 @@ def _base_tools() -> list[types.Tool]:
         tool("pid", "Returns this server's process id.", {}, []),
         tool(
             "announce",
-            "Creates the file at path (the call is now in flight), then sleeps.",
-            {"path": {"type": "string"}, "seconds": {"type": "number"}},
+            "Creates the file at path (the call is now in flight), then sleeps: the given "
+            "seconds, or until the file at until exists if that comes first.",
+            {
+                "path": {"type": "string"},
+                "seconds": {"type": "number"},
+                "until": {"type": "string"},
+            },
             ["path", "seconds"],
         ),
         tool(
@@ -172,7 +177,11 @@ async def _fault_call(ctx: Context, params: types.CallToolRequestParams) -> type
         return _text(str(os.getpid()))
     if name == "announce":
         await anyio.Path(str(args["path"])).write_text(str(os.getpid()), encoding="utf-8")
-        await anyio.sleep(float(args["seconds"]))
+        with anyio.move_on_after(float(args["seconds"])):
+            if "until" not in args:
+                await anyio.sleep_forever()
+            while not await anyio.Path(str(args["until"])).exists():  # noqa: ASYNC110
+                await anyio.sleep(0.02)  # (the test process makes the file)
         return _text("slept")
     if name == "sleep":
         await anyio.sleep(float(args["seconds"]))
