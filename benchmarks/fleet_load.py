@@ -23,6 +23,12 @@ not end well is summarised per replica (``--keep`` keeps all the logs).
 
     .venv/bin/python benchmarks/fleet_load.py                # 50 clients x 100 calls
     .venv/bin/python benchmarks/fleet_load.py --clients 20 --calls 50 --keep --json
+
+``--src`` (repeatable) compares source trees side by side on one machine: the
+replicas of each throughput run import Cartograph from that tree
+(``PYTHONPATH``), the runs interleaved tree by tree, ``--rounds`` times, and
+the medians per tree reported (the machine's load moves between runs; this
+spreads it evenly over the trees).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -115,9 +122,16 @@ def audit_check(fleet: Fleet, load: Load) -> dict[str, int]:
 
 
 def throughput(
-    folder: Path, postgres: Postgres, replicas: int, clients: int, calls: int, mode: Mode
+    folder: Path,
+    postgres: Postgres,
+    replicas: int,
+    clients: int,
+    calls: int,
+    mode: Mode,
+    label: str = "",
 ) -> dict[str, Any]:
-    fleet = prepare(folder / f"r{replicas}", postgres, mode, f"bench_{mode}_{replicas}")
+    name = f"r{replicas}{label}"
+    fleet = prepare(folder / name, postgres, mode, f"bench_{mode}_{name}")
     with running(fleet, replicas):
         load = anyio.run(lambda: drive(fleet.url, clients, calls, mode=mode))
     return {"replicas": replicas, **summary(load, fleet), "audit": audit_check(fleet, load)}
@@ -151,6 +165,40 @@ def faults(
     }
 
 
+def compare(
+    folder: Path, postgres: Postgres, args: argparse.Namespace
+) -> dict[str, dict[str, Any]]:
+    """Throughput of each ``--src`` tree, 1 and N replicas, interleaved for ``--rounds``."""
+    runs: dict[str, dict[int, list[dict[str, Any]]]] = {src: {} for src in args.src}
+    for round_ in range(args.rounds):
+        for n in (1, args.replicas):
+            for index, src in enumerate(args.src):
+                os.environ["PYTHONPATH"] = src  # the replicas (and the CLI) import this tree
+                run = throughput(
+                    folder, postgres, n, args.clients, args.calls, args.mode, f"s{index}x{round_}"
+                )
+                runs[src].setdefault(n, []).append(run)
+                progress = {"src": src, "round": round_, **run}
+                print(json.dumps(progress), file=sys.stderr, flush=True)
+    out: dict[str, dict[str, Any]] = {}
+    for src, by_n in runs.items():
+        rates = {n: sorted(r["calls_per_s"] for r in done) for n, done in by_n.items()}
+        medians = {n: statistics.median(values) for n, values in rates.items()}
+        out[src] = {
+            "calls_per_s": rates,
+            "median_calls_per_s": medians,
+            "ratio_of_medians": round(medians[args.replicas] / medians[1], 2),
+            "failed_attempts": sum(r["failed_attempts"] for done in by_n.values() for r in done),
+            "answered_without_record": sum(
+                r["audit"]["answered_without_record"] for done in by_n.values() for r in done
+            ),
+            "traces_with_2+_records": sum(
+                r["audit"]["traces_with_2+_records"] for done in by_n.values() for r in done
+            ),
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=50)
@@ -160,6 +208,13 @@ def main() -> None:
     parser.add_argument("--skip-faults", action="store_true")
     parser.add_argument("--faults-only", action="store_true", help="skip the throughput runs")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--src",
+        action="append",
+        default=[],
+        help="a source tree to compare (repeat; throughput only, interleaved)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="with --src: runs per tree")
     parser.add_argument(
         "--keep", action="store_true", help="keep the logs (replicas', HAProxy's) and print where"
     )
@@ -177,6 +232,11 @@ def main() -> None:
         else:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cartograph-")))
         with postgres_server() as postgres:
+            if args.src:
+                report["compare"] = compare(folder, postgres, args)
+                report["load_average_after"] = os.getloadavg()
+                print(json.dumps(report, indent=2))
+                return
             runs = []
             for n in () if args.faults_only else (1, args.replicas):
                 runs.append(throughput(folder, postgres, n, args.clients, args.calls, args.mode))
