@@ -33,11 +33,12 @@ MINILM_MODEL_ID: Final = "sentence-transformers/all-MiniLM-L6-v2:onnx-int8-per-c
 MINILM_DIM: Final = 384
 MAX_TOKENS: Final = 256  # sentence-transformers' max_seq_length for this model
 PAD_TOKEN: Final = "[PAD]"  # noqa: S105 - a vocabulary entry, not a secret
-# One intra-op thread: a query's texts are 10-40 tokens, where onnxruntime's
-# per-operator hand-off to a second thread costs more than it parallelises
-# (measured: ~12 % less CPU per task with one thread, the same vectors, bulk
-# throughput unchanged on two shared cores; docs/embeddings.md).
-DEFAULT_THREADS: Final = 1
+# Two intra-op threads. One thread costs ~14 % less CPU per task (a query's
+# texts are 10-40 tokens, too short for the per-operator hand-off to pay), but
+# on a busy two-core machine a single runnable thread gets a fraction of a core:
+# measured, a task's embedding waited 3-4x its CPU time with one thread and
+# about its CPU time with two (same vectors either way; docs/embeddings.md).
+DEFAULT_THREADS: Final = 2
 # One text per run by default. The int8 graph quantises activations with one
 # scale per *tensor*, so in a batch a text's vector depends on its neighbours
 # (cosine ~0.98-0.99 to its solo vector). Solo runs make a vector a pure
@@ -252,8 +253,7 @@ def _load_session(path: Path, threads: int) -> Any:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
-    # Threads that spin while idle steal CPU from the event loop on small machines
-    # (moot with one intra-op thread; kept so raising ``threads`` cannot bring it back).
+    # Threads that spin while idle steal CPU from the event loop on small machines.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
