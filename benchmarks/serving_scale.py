@@ -252,6 +252,24 @@ def change(state: Path, what: str, run: int) -> dict[str, Any]:
     return {"changed": what, "server": server.name, "s": round(time.perf_counter() - started, 1)}
 
 
+def resign(state: Path) -> dict[str, Any]:
+    """Re-sign the manifest with this checkout's code, as a ``cartograph bootstrap`` re-run does.
+
+    A store copied from another source (``--copy-prepared``) holds that
+    source's manifest; this checkout's manifest may pin more (reply tables).
+    """
+    try:
+        from cartograph.cards.manifest import write_manifest
+    except ImportError:
+        return {"resigned": False}
+    from cartograph.cards.store import CardStore
+    from cartograph.cards.trust import load_trust
+
+    started = time.perf_counter()
+    write_manifest(CardStore(state), _bench_key(state), load_trust(state / "trust.toml"))
+    return {"resigned": True, "s": round(time.perf_counter() - started, 1)}
+
+
 # --- measure: what serve does ---------------------------------------------------
 
 
@@ -340,10 +358,11 @@ def _verify_manifest(store: Any, trust: Any) -> None:
 def _rank_cpu_p50(index: Any, tasks: list[str]) -> float:
     """CPU p50 of the default ranker alone (query embedding and confidence included).
 
-    ``discover`` also reads each answered tool's verified card, which after a
-    restart is parsed on its first use (manifest-pinned cards); by now the
-    methods above have parsed every card these tasks answer with, so this is
-    what a query costs once its servers' cards were read, the steady state.
+    ``discover`` also reads each answered tool's reply: after a restart from its
+    server's reply table (hash-checked on first use), or in checkouts without
+    tables from its verified card (parsed on first use); by now the methods
+    above have read every table or card these tasks answer with, so this is
+    what a query costs without that, the steady state.
     """
     from discover_latency import forget_query_vectors
 
@@ -421,6 +440,7 @@ def _prepare_source(scale: str, state: Path, src: Path | None, copy_from: Path |
         _child(["--prepare", scale, "--state-dir", str(state)], src)
         return
     shutil.copytree(copy_from, state, symlinks=True)
+    _child(["--resign", "--state-dir", str(state)], src)
     _child(["--child", scale, "--state-dir", str(state), "--queries", "3", "--methods", ""], src)
 
 
@@ -580,7 +600,11 @@ def main() -> int:
     parser.add_argument("--run", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
+    parser.add_argument("--resign", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.resign:
+        print(json.dumps(resign(args.state_dir)))
+        return 0
     if args.change:
         print(json.dumps(change(args.state_dir, args.change, args.run)))
         return 0
