@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from cartograph.config.model import Config, IndexConfig
+from cartograph.errors import CartographError
 from cartograph.index.embedders.base import Vectors
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.server.handlers import ProxyHandlers
@@ -156,3 +157,64 @@ async def test_concurrent_discovers_beyond_cpu_workers_wait_for_a_free_slot(
                 assert not await embedder.wait_entered(limit=0.5)
                 embedder.release.set()
         assert sorted(done) == ["first", "second"]
+
+
+class GatedAudit:
+    """A database-like audit sink (``blocking``): a ``resources/read`` record's write waits.
+
+    It stands in for a PostgreSQL round trip that is slow (a busy or distant
+    database); the records are kept in memory so the test can see them.
+    """
+
+    blocking = True
+    degraded = False
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Semaphore(0)
+        self.records: list[str] = []
+
+    def admit(self) -> None:
+        return None
+
+    def write(self, record: Any) -> None:
+        if record.proxy_tool == "resources/read":
+            self.entered.release()
+            self.release.wait(GATE_LIMIT)
+        self.records.append(f"{record.proxy_tool} {record.outcome}")
+
+    def close(self) -> None:
+        return None
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-10")
+async def test_a_slow_audit_write_of_a_resource_read_does_not_stall_other_clients(
+    tmp_path: Path,
+) -> None:
+    """Content requests (resources, prompts, completion) wrote their record on the event loop.
+
+    Tool calls already ran a blocking sink's write in a worker thread; a
+    ``resources/read`` did not, so one slow database insert stopped every other
+    request of the process until it returned.
+    """
+    sink = GatedAudit()
+    events: list[str] = []
+    async with serving(tmp_path, GatedEmbedder()) as served:
+        h = ProxyHandlers(served.runtime, catalog="default", audit=sink)
+
+        async def read() -> None:
+            with pytest.raises(CartographError):  # no such resource: refused, still audited
+                await h.read_resource("cartograph://default/calc/none", principal=None)
+            events.append("read audited")
+
+        with anyio.fail_after(GATE_LIMIT + 30):
+            async with anyio.create_task_group() as group:
+                group.start_soon(read)
+                entered = await anyio.to_thread.run_sync(sink.entered.acquire, True, 10.0)
+                status = await h.call_tool("status", {}, principal=None, client="other")
+                events.append("status done")
+                sink.release.set()
+    assert entered and not status.is_error
+    assert events == ["status done", "read audited"]
+    assert sink.records[-1].startswith("resources/read ")

@@ -599,24 +599,8 @@ class ProxyHandlers:
             raise _redact(exc, self.runtime) from None
         finally:
             annotate(server=record.server, tool=record.tool)
-            self._audit_outcome(record, principal, outcome, started)
-
-    def _audit_outcome(
-        self, record: PendingRecord, principal: str | None, outcome: str, started: float
-    ) -> None:
-        self.audit.write(
-            AuditRecord(
-                time=utc_now(),
-                catalog=self.catalog,
-                principal=principal,
-                proxy_tool=record.proxy_tool,
-                server=record.server,
-                tool=record.tool,
-                duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
-                outcome=outcome,
-                arguments=argument_shape(record.arguments),
-            )
-        )
+            with anyio.CancelScope(shield=True):  # a cancelled request is audited too
+                await self._write(self._entry(record, principal, outcome, started))
 
     def _known(self, server: str, tool: str) -> bool:
         card = self.runtime.cards.get(server)
@@ -630,7 +614,12 @@ class ProxyHandlers:
         started: float,
     ) -> None:
         """Write the call's one record; durable before the answer goes out."""
-        entry = AuditRecord(
+        await self._write(self._entry(record, principal, _outcome(result), started))
+
+    def _entry(
+        self, record: PendingRecord, principal: str | None, outcome: str, started: float
+    ) -> AuditRecord:
+        return AuditRecord(
             time=utc_now(),
             catalog=self.catalog,
             principal=principal,
@@ -638,12 +627,15 @@ class ProxyHandlers:
             server=record.server,
             tool=record.tool,
             duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
-            outcome=_outcome(result),
+            outcome=outcome,
             arguments=argument_shape(record.arguments),
             repairs=record.repairs,
             trace=record.trace,
         )
-        if self.audit.blocking:  # a database round trip: off the event loop
+
+    async def _write(self, entry: AuditRecord) -> None:
+        """Write one record; a database sink's round trip runs off the event loop."""
+        if self.audit.blocking:
             await anyio.to_thread.run_sync(self.audit.write, entry)
         else:
             self.audit.write(entry)
