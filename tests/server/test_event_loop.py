@@ -23,7 +23,10 @@ from cartograph.errors import CartographError
 from cartograph.index.embedders.base import Vectors
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.server.handlers import ProxyHandlers
+from cartograph.server.http._audit import HttpAudit
+from cartograph.server.routed import RoutedHandlers
 from cartograph.server.runtime import CatalogRuntime
+from tests.http.support import Ledger, RecordingSurface
 from tests.server.support import call, code, text
 from tests.servers.support import config_for, scriptable
 
@@ -160,7 +163,7 @@ async def test_concurrent_discovers_beyond_cpu_workers_wait_for_a_free_slot(
 
 
 class GatedAudit:
-    """A database-like audit sink (``blocking``): a ``resources/read`` record's write waits.
+    """A database-like audit sink (``blocking``): the write of a ``gated`` record waits.
 
     It stands in for a PostgreSQL round trip that is slow (a busy or distant
     database); the records are kept in memory so the test can see them.
@@ -169,7 +172,8 @@ class GatedAudit:
     blocking = True
     degraded = False
 
-    def __init__(self) -> None:
+    def __init__(self, gated: str) -> None:
+        self.gated = gated
         self.release = threading.Event()
         self.entered = threading.Semaphore(0)
         self.records: list[str] = []
@@ -178,7 +182,7 @@ class GatedAudit:
         return None
 
     def write(self, record: Any) -> None:
-        if record.proxy_tool == "resources/read":
+        if record.proxy_tool == self.gated:
             self.entered.release()
             self.release.wait(GATE_LIMIT)
         self.records.append(f"{record.proxy_tool} {record.outcome}")
@@ -198,7 +202,7 @@ async def test_a_slow_audit_write_of_a_resource_read_does_not_stall_other_client
     ``resources/read`` did not, so one slow database insert stopped every other
     request of the process until it returned.
     """
-    sink = GatedAudit()
+    sink = GatedAudit("resources/read")
     events: list[str] = []
     async with serving(tmp_path, GatedEmbedder()) as served:
         h = ProxyHandlers(served.runtime, catalog="default", audit=sink)
@@ -218,3 +222,54 @@ async def test_a_slow_audit_write_of_a_resource_read_does_not_stall_other_client
     assert entered and not status.is_error
     assert events == ["status done", "read audited"]
     assert sink.records[-1].startswith("resources/read ")
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-10")
+async def test_a_slow_audit_write_of_a_routed_refusal_does_not_stall_other_clients() -> None:
+    """The routed mount audits a call it refuses (an unknown catalog) itself, off the loop too."""
+    sink = GatedAudit("discover")
+    routed = RoutedHandlers({"solo": RecordingSurface("solo", Ledger())}, audit=sink)
+    events: list[str] = []
+
+    async def refused() -> None:
+        result = await routed.call_tool("discover", {"catalog": "nosuch"}, principal=None)
+        events.append(f"refusal audited: {code(result)}")
+
+    with anyio.fail_after(GATE_LIMIT + 30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(refused)
+            entered = await anyio.to_thread.run_sync(sink.entered.acquire, True, 10.0)
+            status = await routed.call_tool("status", {}, principal=None)
+            events.append("status done")
+            sink.release.set()
+    assert entered and not status.is_error
+    assert events == ["status done", "refusal audited: unknown_catalog"]
+
+
+@pytest.mark.anyio
+@pytest.mark.promise("P-REL-10")
+async def test_a_slow_audit_write_of_an_http_refusal_leaves_the_event_loop_free() -> None:
+    """401s, bad Hosts and requests refused while draining cost a client no credential.
+
+    Each is audited; with a database sink a flood of them wrote one insert
+    each on the event loop, so unauthenticated requests could stall everyone.
+    """
+    sink = GatedAudit("POST")
+    audit = HttpAudit(sink)
+    scope: dict[str, Any] = {"type": "http", "method": "POST", "path": "/mcp/default"}
+    events: list[str] = []
+
+    async def refused() -> None:
+        await audit.refused(scope, 401, "auth_required")
+        events.append("refusal audited")
+
+    with anyio.fail_after(GATE_LIMIT + 30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(refused)
+            entered = await anyio.to_thread.run_sync(sink.entered.acquire, True, 10.0)
+            events.append("loop free")
+            sink.release.set()
+    assert entered
+    assert events == ["loop free", "refusal audited"]
+    assert sink.records == ["POST auth_required"]

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+import anyio
+
 from cartograph.config.model import Config
 from cartograph.fsutil import make_private_dirs
 
@@ -147,6 +149,18 @@ class AuditSink(Protocol):
     def write(self, record: AuditRecord) -> None: ...
 
     def close(self) -> None: ...
+
+
+async def write_record(sink: AuditSink, record: AuditRecord) -> None:
+    """Write ``record`` from async code: a ``blocking`` sink's round trip goes to a worker thread.
+
+    On the event loop, one slow database insert would stall every request the
+    process serves (P-REL-10); a file sink's write stays inline.
+    """
+    if sink.blocking:
+        await anyio.to_thread.run_sync(sink.write, record)
+    else:
+        sink.write(record)
 
 
 def record_data(record: AuditRecord, redactor: Redactor) -> dict[str, Any]:

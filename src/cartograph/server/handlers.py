@@ -44,7 +44,13 @@ from cartograph.errors import (
     UnknownToolError,
 )
 from cartograph.gateway.arguments import repair_meta_call
-from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now
+from cartograph.gateway.audit import (
+    AuditRecord,
+    AuditSink,
+    argument_shape,
+    utc_now,
+    write_record,
+)
 from cartograph.gateway.pool import partition_key
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server import metrics
@@ -600,7 +606,7 @@ class ProxyHandlers:
         finally:
             annotate(server=record.server, tool=record.tool)
             with anyio.CancelScope(shield=True):  # a cancelled request is audited too
-                await self._write(self._entry(record, principal, outcome, started))
+                await write_record(self.audit, self._entry(record, principal, outcome, started))
 
     def _known(self, server: str, tool: str) -> bool:
         card = self.runtime.cards.get(server)
@@ -614,7 +620,7 @@ class ProxyHandlers:
         started: float,
     ) -> None:
         """Write the call's one record; durable before the answer goes out."""
-        await self._write(self._entry(record, principal, _outcome(result), started))
+        await write_record(self.audit, self._entry(record, principal, _outcome(result), started))
 
     def _entry(
         self, record: PendingRecord, principal: str | None, outcome: str, started: float
@@ -632,13 +638,6 @@ class ProxyHandlers:
             repairs=record.repairs,
             trace=record.trace,
         )
-
-    async def _write(self, entry: AuditRecord) -> None:
-        """Write one record; a database sink's round trip runs off the event loop."""
-        if self.audit.blocking:
-            await anyio.to_thread.run_sync(self.audit.write, entry)
-        else:
-            self.audit.write(entry)
 
     def _observe(self, record: PendingRecord, result: CallToolResult, started: float) -> None:
         """Count the answered call for ``/metrics`` (the facts of its audit record)."""

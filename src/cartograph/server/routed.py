@@ -58,7 +58,13 @@ from cartograph.errors import (
     PolicyError,
     UnknownToolError,
 )
-from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now
+from cartograph.gateway.audit import (
+    AuditRecord,
+    AuditSink,
+    argument_shape,
+    utc_now,
+    write_record,
+)
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.handlers import CALL_CONTEXT, ContentSurface, ToolSurface
@@ -183,7 +189,7 @@ class RoutedHandlers:
         try:
             catalog = self._resolve_catalog(rest.pop(CATALOG_ARGUMENT, None), name, reachable)
         except _Refused as refused:
-            self._audit_refusal(refused, name, rest, principal, started)
+            await self._audit_refusal(refused, name, rest, principal, started)
             return error_result(refused.error)
         result = await self._targets[catalog].call_tool(name, rest, principal=principal)
         if error_code(result) in UNKNOWN_TOOL_CODES:
@@ -217,7 +223,7 @@ class RoutedHandlers:
             outcome=codes.CATALOG_FORBIDDEN if forbidden else codes.UNKNOWN_CATALOG,
         )
 
-    def _audit_refusal(
+    async def _audit_refusal(
         self,
         refused: _Refused,
         tool: str,
@@ -227,7 +233,8 @@ class RoutedHandlers:
     ) -> None:
         if self._audit is None:
             return
-        self._audit.write(
+        await write_record(
+            self._audit,
             AuditRecord(
                 time=utc_now(),
                 catalog=refused.catalog,
@@ -238,7 +245,7 @@ class RoutedHandlers:
                 duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
                 outcome=refused.outcome,
                 arguments=argument_shape(arguments),
-            )
+            ),
         )
 
     def _explain_unknown(
@@ -290,11 +297,11 @@ class RoutedHandlers:
 
     async def subscribe_resource(self, uri: str, *, principal: str | None) -> None:
         """Routed by the URI's catalog, like a read; that catalog authorizes and audits."""
-        surface = self._resource_surface(uri, "resources/subscribe", principal)
+        surface = await self._resource_surface(uri, "resources/subscribe", principal)
         await surface.subscribe_resource(uri, principal=principal)
 
     async def unsubscribe_resource(self, uri: str, *, principal: str | None) -> None:
-        surface = self._resource_surface(uri, "resources/unsubscribe", principal)
+        surface = await self._resource_surface(uri, "resources/unsubscribe", principal)
         await surface.unsubscribe_resource(uri, principal=principal)
 
     def list_resources(self) -> list[Resource]:
@@ -323,10 +330,12 @@ class RoutedHandlers:
         ]
 
     async def read_resource(self, uri: str, *, principal: str | None) -> ReadResourceResult:
-        surface = self._resource_surface(uri, "resources/read", principal)
+        surface = await self._resource_surface(uri, "resources/read", principal)
         return await surface.read_resource(uri, principal=principal)
 
-    def _resource_surface(self, uri: str, method: str, principal: str | None) -> ContentSurface:
+    async def _resource_surface(
+        self, uri: str, method: str, principal: str | None
+    ) -> ContentSurface:
         """The catalog surface a ``cartograph://C/…`` URI names; an unreachable C is audited."""
         started = time.perf_counter()
         parts = split_resource_uri(uri)
@@ -341,7 +350,7 @@ class RoutedHandlers:
                 catalog=parts[0] if parts is not None and known else ROUTED_NAME,
                 outcome=codes.CATALOG_FORBIDDEN if known else codes.UNKNOWN_RESOURCE,
             )
-            self._audit_refusal(refused, method, None, principal, started)
+            await self._audit_refusal(refused, method, None, principal, started)
             raise error
         return surface
 
@@ -360,7 +369,7 @@ class RoutedHandlers:
         """
         method = "completion/complete"
         if isinstance(ref, ResourceTemplateReference):
-            surface = self._resource_surface(ref.uri, method, principal)
+            surface = await self._resource_surface(ref.uri, method, principal)
             return await surface.complete(ref, argument, context_arguments, principal=principal)
         reachable = [c for c, _ in self._content_targets()]
         if argument.name == CATALOG_ARGUMENT:
@@ -370,7 +379,7 @@ class RoutedHandlers:
         try:
             catalog = self._resolve_catalog(rest.pop(CATALOG_ARGUMENT, None), ref.name, reachable)
         except _Refused as refused:
-            self._audit_refusal(refused, method, None, principal, time.perf_counter())
+            await self._audit_refusal(refused, method, None, principal, time.perf_counter())
             raise refused.error from None
         target = self._targets[catalog]
         assert _serves_content(target)  # _content_targets offered only such catalogs
@@ -384,7 +393,7 @@ class RoutedHandlers:
         try:
             catalog = self._resolve_catalog(rest.pop(CATALOG_ARGUMENT, None), name, reachable)
         except _Refused as refused:
-            self._audit_refusal(refused, "prompts/get", rest, principal, time.perf_counter())
+            await self._audit_refusal(refused, "prompts/get", rest, principal, time.perf_counter())
             raise refused.error from None
         surface = self._targets[catalog]
         assert _serves_content(surface)  # _content_targets offered only such catalogs

@@ -20,7 +20,7 @@ from typing import Final
 from starlette.types import Message, Scope, Send
 
 from cartograph import error_codes as codes
-from cartograph.gateway.audit import AuditRecord, AuditSink, utc_now
+from cartograph.gateway.audit import AuditRecord, AuditSink, utc_now, write_record
 
 MAX_AUDIT_PATH: Final = 256
 """Characters of the request path kept in a record; a longer path is cut, never dropped."""
@@ -42,7 +42,7 @@ class HttpAudit:
 
     log: AuditSink
 
-    def refused(
+    async def refused(
         self,
         scope: Scope,
         status: int,
@@ -52,10 +52,15 @@ class HttpAudit:
         principal: str | None = None,
         started: float | None = None,
     ) -> None:
-        """Record that the HTTP layer answered ``status`` (``outcome`` is the refusal code)."""
+        """Record that the HTTP layer answered ``status`` (``outcome`` is the refusal code).
+
+        A database sink writes in a worker thread: refusals cost no credential, so a
+        flood of them must not hold the event loop on one insert each.
+        """
         elapsed = 0.0 if started is None else (time.perf_counter() - started) * 1000.0
         path = str(scope.get("path", ""))[:MAX_AUDIT_PATH]
-        self.log.write(
+        await write_record(
+            self.log,
             AuditRecord(
                 time=utc_now(),
                 catalog=catalog,
@@ -68,7 +73,7 @@ class HttpAudit:
                 arguments=None,
                 http_status=status,
                 path=path,
-            )
+            ),
         )
 
     def watching(
@@ -88,7 +93,7 @@ class HttpAudit:
                 status = int(message["status"])
                 if status >= 400:
                     outcome = SDK_REFUSALS.get(status, f"http_{status}")
-                    self.refused(
+                    await self.refused(
                         scope,
                         status,
                         outcome,

@@ -54,7 +54,9 @@ EndCalls = Callable[[], Awaitable[None]]
 class Drain:
     """ASGI wrapper that counts in-flight MCP requests and refuses new ones while closing."""
 
-    def __init__(self, app: ASGIApp, *, on_refuse: Callable[[Scope], None] | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, *, on_refuse: Callable[[Scope], Awaitable[None]] | None = None
+    ) -> None:
         self.app = app
         self.on_refuse = on_refuse
         """Told of every request refused while closing (the HTTP refusal audit, P-AUDIT-1)."""
@@ -69,7 +71,7 @@ class Drain:
             return
         if self.closing:
             if self.on_refuse is not None:
-                self.on_refuse(scope)
+                await self.on_refuse(scope)
             await _refusal()(scope, receive, send)
             return
         if scope["method"] == "GET":  # event streams and /health: not calls

@@ -11,7 +11,7 @@ reading or JSON-RPC parsing.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
 from starlette.datastructures import Headers
@@ -86,7 +86,7 @@ class OriginPolicy:
         return any(value.startswith(p) and value[len(p) :].isdigit() for p in self._any_port)
 
 
-Refused = Callable[[Scope, int, str], None]
+Refused = Callable[[Scope, int, str], Awaitable[None]]
 """Told of each refusal (scope, status, code) so it can be audited (P-AUDIT-1)."""
 
 
@@ -112,21 +112,18 @@ class GuardMiddleware:
             return
         headers = Headers(scope=scope)
         if not self.hosts.allows(headers.get("host")):
-            await self._refuse(
-                scope, 421, codes.MISDIRECTED_HOST, "Host header does not name this server."
-            )(scope, receive, send)
-            return
-        if not self.origins.allows(headers.get("origin")):
-            await self._refuse(
-                scope,
+            refusal = (421, codes.MISDIRECTED_HOST, "Host header does not name this server.")
+        elif not self.origins.allows(headers.get("origin")):
+            refusal = (
                 403,
                 codes.ORIGIN_FORBIDDEN,
                 "Origin is not allow-listed (http.allowed_origins).",
-            )(scope, receive, send)
+            )
+        else:
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
-
-    def _refuse(self, scope: Scope, status: int, code: str, message: str) -> JSONResponse:
+        status, code, message = refusal
         if self.on_refuse is not None:
-            self.on_refuse(scope, status, code)
-        return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+            await self.on_refuse(scope, status, code)
+        response = JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+        await response(scope, receive, send)

@@ -300,7 +300,7 @@ class _McpEndpoint:
             _gate(principal, mount)
             _admit(mount, scope, principal)
         except _Refusal as refusal:
-            self.audit.refused(
+            await self.audit.refused(
                 scope,
                 refusal.status,
                 refusal.outcome,
@@ -387,7 +387,7 @@ def _metrics_endpoint(mounts: _Mounts, authority: TokenAuthority, audit: HttpAud
             try:
                 principal = authority.authenticate(request.headers.get("authorization"))
             except AuthenticationError as exc:
-                audit.refused(request.scope, 401, exc.code)
+                await audit.refused(request.scope, 401, exc.code)
                 return _Refusal(401, exc.code, exc.message).response()
             catalogs = principal.reachable(mounts.per_catalog)
         # On the event loop: the gauges read live runtime state the loop mutates.
@@ -419,10 +419,10 @@ def _reload_endpoint(
                 )
         except AuthenticationError as exc:
             refusal = _Refusal(401, exc.code, exc.message)
-            audit.refused(request.scope, 401, exc.code, started=started)
+            await audit.refused(request.scope, 401, exc.code, started=started)
             return refusal.response()
         except _Refusal as refusal:
-            audit.refused(request.scope, refusal.status, refusal.code, started=started)
+            await audit.refused(request.scope, refusal.status, refusal.code, started=started)
             return refusal.response()
         try:
             done = await reload()
@@ -464,7 +464,7 @@ def build_http_app(
         GuardMiddleware,
         hosts=HostPolicy(settings.bind_host, settings.allowed_hosts),
         origins=OriginPolicy(settings.allowed_origins),
-        on_refuse=lambda scope, status, code: refusals.refused(scope, status, code),
+        on_refuse=refusals.refused,
     )
     routes = [
         Route(HEALTH_PATH, _health_endpoint(mounts, authority), methods=["GET"]),

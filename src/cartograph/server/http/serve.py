@@ -12,7 +12,7 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -295,7 +295,7 @@ async def reload_on_signal(reload: Reload) -> None:
                 logger.warning("SIGHUP: card set reloaded: %s", done)
 
 
-def _refusal_audit(served: ServedApp) -> Callable[[Scope], None] | None:
+def _refusal_audit(served: ServedApp) -> Callable[[Scope], Awaitable[None]] | None:
     if served.audit is None:
         return None
     audit = HttpAudit(served.audit)
