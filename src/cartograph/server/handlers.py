@@ -10,11 +10,8 @@ the proxy itself keeps serving.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -45,25 +42,19 @@ from cartograph.errors import (
 )
 from cartograph.gateway.arguments import repair_meta_call
 from cartograph.gateway.audit import (
-    AuditRecord,
     AuditSink,
-    argument_shape,
-    utc_now,
     write_record,
 )
 from cartograph.gateway.pool import partition_key
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server import metrics
+from cartograph.server.call_context import CALL_CONTEXT, Authorize, CallContext
+from cartograph.server.content_handlers import ContentHandlers, redact
 from cartograph.server.discover_reply import discover_structured, discover_text
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import (
     ChangeListener,
     UpdateListener,
-    audit_uri,
-    prompt_name,
-    resource_uri,
-    split_prompt_name,
-    split_resource_uri,
 )
 from cartograph.server.pending import PendingRecord, with_repairs
 from cartograph.server.runtime import CatalogRuntime, policy_allows
@@ -74,29 +65,6 @@ from cartograph.telemetry.spans import OUTCOME_OK
 logger = logging.getLogger(__name__)
 
 _R = TypeVar("_R")
-
-Authorize = Callable[[str | None, str, str], None]
-"""``authorize(principal, catalog, proxy_tool_name)``; raises PolicyError to refuse."""
-
-
-@dataclass(frozen=True)
-class CallContext:
-    """Who is calling, set by the transport for the duration of one request.
-
-    A context variable rather than a parameter so surfaces layered on top of
-    :class:`ProxyHandlers` (the routed mount) need not thread it through.
-    """
-
-    client: str | None = None
-    progress: ProgressFnT | None = None
-    principal: str | None = None
-    trace: str | None = None
-    """The W3C ``traceparent`` of the request's ``_meta``; the audit record keeps it."""
-
-
-CALL_CONTEXT: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
-    "cartograph_call_context", default=None
-)
 
 
 class ToolSurface(Protocol):
@@ -146,10 +114,7 @@ class ContentSurface(Protocol):
     ) -> CompleteResult: ...
 
 
-CompletionRef = PromptReference | ResourceTemplateReference
-
-
-class ProxyHandlers:
+class ProxyHandlers(ContentHandlers):
     """`discover` / `status` / `call` for one catalog, as one MCP mount serves them."""
 
     def __init__(
@@ -241,7 +206,7 @@ class ProxyHandlers:
                 name, arguments or {}, principal, client, progress, record
             )
         except CartographError as exc:
-            result = error_result(_redact(exc, self.runtime))
+            result = error_result(redact(exc, self.runtime))
         except BaseException:
             # Cancelled (the client gave up, or shutdown): still exactly one record.
             with anyio.CancelScope(shield=True):
@@ -385,229 +350,6 @@ class ProxyHandlers:
         )
         return with_repairs(result, meta)
 
-    # -- resources and prompts (server/passthrough.py) -------------------------------
-
-    def subscribe_changes(self, listener: ChangeListener) -> None:
-        """Forward this catalog's resources/prompts ``list_changed`` to ``listener``."""
-        self.runtime.content.subscribe(listener)
-
-    def subscribe_updates(self, listener: UpdateListener) -> None:
-        """Forward this catalog's ``notifications/resources/updated`` to ``listener``."""
-        self.runtime.content.on_updated(listener)
-
-    async def subscribe_resource(
-        self, uri: str, *, principal: str | None, client: str | None = None
-    ) -> None:
-        """Authorize, map back, subscribe upstream and audit one ``resources/subscribe``."""
-        await self._subscription("resources/subscribe", uri, principal, client)
-
-    async def unsubscribe_resource(
-        self, uri: str, *, principal: str | None, client: str | None = None
-    ) -> None:
-        """The same for ``resources/unsubscribe`` (forwarded once no client holds the URI)."""
-        await self._subscription("resources/unsubscribe", uri, principal, client)
-
-    async def _subscription(
-        self, method: str, uri: str, principal: str | None, client: str | None
-    ) -> None:
-        record = PendingRecord(proxy_tool=method, arguments=None)
-        client = client if client is not None else _current_client()
-        runtime = self.runtime
-        send = (
-            runtime.subscribe_resource
-            if method == "resources/subscribe"
-            else runtime.unsubscribe_resource
-        )
-
-        async def run() -> None:
-            parts = split_resource_uri(uri)
-            if parts is not None and parts[0] == self.catalog:
-                record.server, record.tool = parts[1], audit_uri(parts[2])
-            server, upstream = self._resource_target(uri)
-            await send(server, upstream, principal=principal, client=client)
-
-        await self._content_request(record, principal, run)
-
-    def _passes(self, kind: str, server: str, name: str) -> bool:
-        return kind in self.policy.passthrough and policy_allows(self.policy, server, name)
-
-    def list_resources(self) -> list[Resource]:
-        return [
-            r.model_copy(update={"uri": resource_uri(self.catalog, server, r.uri)})
-            for server, listing in self.runtime.content_listings()
-            for r in listing.resources
-            if self._passes("resources", server, r.uri)
-        ]
-
-    def list_resource_templates(self) -> list[ResourceTemplate]:
-        return [
-            t.model_copy(
-                update={"uri_template": resource_uri(self.catalog, server, t.uri_template)}
-            )
-            for server, listing in self.runtime.content_listings()
-            for t in listing.templates
-            if self._passes("resources", server, t.uri_template)
-        ]
-
-    def list_prompts(self) -> list[Prompt]:
-        return [
-            p.model_copy(update={"name": prompt_name(server, p.name, self.tool_prefix)})
-            for server, listing in self.runtime.content_listings()
-            for p in listing.prompts
-            if self._passes("prompts", server, p.name)
-        ]
-
-    async def read_resource(
-        self, uri: str, *, principal: str | None, client: str | None = None
-    ) -> ReadResourceResult:
-        """Authorize, map back, read through the gateway and audit one ``resources/read``."""
-        record = PendingRecord(proxy_tool="resources/read", arguments=None)
-        client = client if client is not None else _current_client()
-
-        async def read() -> ReadResourceResult:
-            server, upstream = self._resource_target(uri)
-            record.server, record.tool = server, audit_uri(upstream)
-            result = await self.runtime.read_resource(
-                server, upstream, principal=principal, client=client
-            )
-            contents = [
-                c.model_copy(update={"uri": resource_uri(self.catalog, server, c.uri)})
-                for c in result.contents
-            ]
-            return result.model_copy(update={"contents": contents})
-
-        return await self._content_request(record, principal, read)
-
-    def _resource_target(self, uri: str) -> tuple[str, str]:
-        parts = split_resource_uri(uri)
-        if parts is None or parts[0] != self.catalog:
-            raise UnknownToolError(
-                f"no resource {uri!r} in catalog {self.catalog!r}; its resources are "
-                f"cartograph://{self.catalog}/<server>/<uri> (see resources/list)",
-                code=codes.UNKNOWN_RESOURCE,
-            )
-        _catalog, server, upstream = parts
-        self._check_passes("resources", server, upstream)
-        return server, upstream
-
-    async def get_prompt(
-        self,
-        name: str,
-        arguments: dict[str, str] | None,
-        *,
-        principal: str | None,
-        client: str | None = None,
-    ) -> GetPromptResult:
-        """Authorize, map back, render through the gateway and audit one ``prompts/get``."""
-        record = PendingRecord(proxy_tool="prompts/get", arguments=arguments)
-        client = client if client is not None else _current_client()
-
-        async def get() -> GetPromptResult:
-            parts = split_prompt_name(name, self.tool_prefix)
-            if parts is None:
-                raise UnknownToolError(
-                    f"no prompt {name!r} in catalog {self.catalog!r}; prompts are named "
-                    f"{self.tool_prefix or ''}<server>/<prompt> (see prompts/list)",
-                    code=codes.UNKNOWN_PROMPT,
-                )
-            server, prompt = parts
-            record.server, record.tool = server, prompt
-            self._check_passes("prompts", server, prompt)
-            return await self.runtime.get_prompt(
-                server, prompt, arguments, principal=principal, client=client
-            )
-
-        return await self._content_request(record, principal, get)
-
-    async def complete(
-        self,
-        ref: CompletionRef,
-        argument: CompletionArgument,
-        context_arguments: dict[str, str] | None,
-        *,
-        principal: str | None,
-        client: str | None = None,
-    ) -> CompleteResult:
-        """Authorize, map the prompt or template back, complete and audit one argument.
-
-        The same names, allow/deny policy and audit as ``prompts/get`` and
-        ``resources/read``; the record names the argument (its shape), never its value.
-        """
-        record = PendingRecord(
-            proxy_tool="completion/complete", arguments={argument.name: argument.value}
-        )
-        client = client if client is not None else _current_client()
-
-        async def complete() -> CompleteResult:
-            server, upstream_ref = self._completion_target(ref, record)
-            return await self.runtime.complete(
-                server,
-                upstream_ref,
-                argument,
-                context_arguments,
-                principal=principal,
-                client=client,
-            )
-
-        return await self._content_request(record, principal, complete)
-
-    def _completion_target(
-        self, ref: CompletionRef, record: PendingRecord
-    ) -> tuple[str, CompletionRef]:
-        """``(server, the upstream's own reference)``; the record names it before policy runs."""
-        if isinstance(ref, ResourceTemplateReference):
-            parts = split_resource_uri(ref.uri)
-            if parts is not None and parts[0] == self.catalog:
-                record.server, record.tool = parts[1], audit_uri(parts[2])
-            server, upstream = self._resource_target(ref.uri)
-            return server, ResourceTemplateReference(uri=upstream)
-        found = split_prompt_name(ref.name, self.tool_prefix)
-        if found is None:
-            raise UnknownToolError(
-                f"no prompt {ref.name!r} in catalog {self.catalog!r}; prompts are named "
-                f"{self.tool_prefix or ''}<server>/<prompt> (see prompts/list)",
-                code=codes.UNKNOWN_PROMPT,
-            )
-        server, prompt = record.server, record.tool = found
-        self._check_passes("prompts", server, prompt)
-        return server, PromptReference(name=prompt)
-
-    def _check_passes(self, kind: str, server: str, name: str) -> None:
-        if kind not in self.policy.passthrough:
-            raise PolicyError(
-                f"catalog {self.catalog!r} does not pass upstream {kind} through "
-                f'(catalogs[name="{self.catalog}"].policy.passthrough)',
-                code=codes.RESOURCES_OFF if kind == "resources" else codes.PROMPTS_OFF,
-            )
-        if not policy_allows(self.policy, server, name):
-            raise PolicyError(
-                f"{server}/{name} is not allowed in catalog {self.catalog!r} "
-                f'(catalogs[name="{self.catalog}"].policy allow/deny)',
-                code=codes.RESOURCE_DENIED if kind == "resources" else codes.PROMPT_DENIED,
-                server=server,
-            )
-
-    async def _content_request(
-        self, record: PendingRecord, principal: str | None, run: Callable[[], Awaitable[_R]]
-    ) -> _R:
-        """One authorization decision and one audit record, as for a proxy tool call."""
-        started = time.perf_counter()
-        outcome = "cancelled"
-        annotate(catalog=self.catalog)
-        try:
-            if self.authorize is not None:
-                self.authorize(principal, self.catalog, record.proxy_tool)
-            result = await run()
-            outcome = "ok"
-            return result
-        except CartographError as exc:
-            outcome = exc.code
-            raise _redact(exc, self.runtime) from None
-        finally:
-            annotate(server=record.server, tool=record.tool)
-            with anyio.CancelScope(shield=True):  # a cancelled request is audited too
-                await write_record(self.audit, self._entry(record, principal, outcome, started))
-
     def _known(self, server: str, tool: str) -> bool:
         card = self.runtime.cards.get(server)
         return card is not None and card.body.tool(tool) is not None
@@ -621,23 +363,6 @@ class ProxyHandlers:
     ) -> None:
         """Write the call's one record; durable before the answer goes out."""
         await write_record(self.audit, self._entry(record, principal, _outcome(result), started))
-
-    def _entry(
-        self, record: PendingRecord, principal: str | None, outcome: str, started: float
-    ) -> AuditRecord:
-        return AuditRecord(
-            time=utc_now(),
-            catalog=self.catalog,
-            principal=principal,
-            proxy_tool=record.proxy_tool,
-            server=record.server,
-            tool=record.tool,
-            duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
-            outcome=outcome,
-            arguments=argument_shape(record.arguments),
-            repairs=record.repairs,
-            trace=record.trace,
-        )
 
     def _observe(self, record: PendingRecord, result: CallToolResult, started: float) -> None:
         """Count the answered call for ``/metrics`` (the facts of its audit record)."""
@@ -667,18 +392,7 @@ class ProxyHandlers:
             logger.warning("learning could not log %s: %s", record.proxy_tool, exc.code)
 
 
-def _current_client() -> str | None:
-    context = CALL_CONTEXT.get()
-    return context.client if context is not None else None
-
-
 def _outcome(result: CallToolResult | None) -> str:
     if result is None:
         return "cancelled"
     return error_code(result) or ("tool_error" if result.is_error else "ok")
-
-
-def _redact(exc: CartographError, runtime: CatalogRuntime) -> CartographError:
-    exc.message = runtime.redactor(exc.message)
-    exc.details = runtime.redactor.data(exc.details)
-    return exc

@@ -47,7 +47,8 @@ from cartograph import error_codes as codes
 from cartograph.errors import CallError, CartographError, PolicyError, UpstreamRefused
 from cartograph.gateway.pool import SESSIONLESS_CLIENT
 from cartograph.gateway.results import error_result
-from cartograph.server.handlers import CALL_CONTEXT, CallContext, ContentSurface, ToolSurface
+from cartograph.server.call_context import CALL_CONTEXT, CallContext
+from cartograph.server.handlers import ContentSurface, ToolSurface
 from cartograph.server.notify import ChangeNotifier, remembering
 from cartograph.server.tracing import install as install_request_spans
 from cartograph.telemetry.spans import MAX_TRACEPARENT

@@ -67,7 +67,8 @@ from cartograph.gateway.audit import (
 )
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server.auth import TokenAuthority
-from cartograph.server.handlers import CALL_CONTEXT, ContentSurface, ToolSurface
+from cartograph.server.call_context import CALL_CONTEXT
+from cartograph.server.handlers import ContentSurface, ToolSurface
 from cartograph.server.passthrough import ChangeListener, UpdateListener, split_resource_uri
 
 CATALOG_ARGUMENT: Final = "catalog"
