@@ -1,10 +1,12 @@
-"""The demo's own tasks rank the right tool first (issue 11), on the demo federation's snapshot.
+"""The demo's own tasks show a right tool in the top 3, on the demo federation's snapshot.
 
 The snapshot (``benchmarks/data/demo/catalog.json``) is the demo federation's
 ``tools/list``; cards are made by the template generator and signed in
 memory, the shipped MiniLM ranks with the default (hybrid) ranker — what
 ``cartograph demo`` serves. The same tasks are checked live by the demo's
-agent step (``cartograph.demo.steps.AGENT_TASKS``).
+agent step (``cartograph.demo.steps.AGENT_TASKS``). Which right tool comes
+first is not asserted: among sibling tools the margin can be below the
+embedder's numeric spread across machines (docs/retrieval.md).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pytest
 
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.snapshot import load_catalog
-from cartograph.demo.steps import AGENT_TASKS
+from cartograph.demo.steps import AGENT_TASKS, CHECKED_TOP
 from cartograph.index.discover import discover
 from cartograph.index.embedders import get_embedder
 from cartograph.index.entries import without_example_values
@@ -30,11 +32,11 @@ def demo_index() -> tuple[ToolIndex, object]:
     return ToolIndex.build(cards, get_embedder("minilm")), cards
 
 
-def _first(demo_index: tuple[ToolIndex, object], task: str) -> tuple[str, str]:
+def _shown(demo_index: tuple[ToolIndex, object], task: str) -> list[tuple[str, str]]:
     index, cards = demo_index
     result = discover(index, cards, task, k=5)  # type: ignore[arg-type]
     assert not result.abstained, f"{task!r} abstained at confidence {result.confidence}"
-    return (result.tools[0].server, result.tools[0].tool)
+    return [(t.server, t.tool) for t in result.tools[:CHECKED_TOP]]
 
 
 def _task(text: str) -> frozenset[tuple[str, str]]:
@@ -43,10 +45,11 @@ def _task(text: str) -> frozenset[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("task", [t.task for t in AGENT_TASKS])
-def test_the_demo_task_ranks_a_right_tool_first(
+def test_the_demo_task_shows_a_right_tool_in_the_top_3(
     demo_index: tuple[ToolIndex, object], task: str
 ) -> None:
-    assert _first(demo_index, task) in _task(task)
+    shown = _shown(demo_index, task)
+    assert set(shown) & _task(task), f"{task!r}: shown {shown}"
 
 
 def test_every_demo_task_says_which_tools_may_come_first() -> None:

@@ -65,6 +65,20 @@ AGENT_TASKS: Final = (
     AgentTask("remember that Alice works at Acme as an engineer", first=_MEMORY_WRITES),
 )
 DISCOVER_K: Final = 5
+# What the check holds the ranking to: a right tool among the first three the agent
+# reads. Which one comes first is a quality figure (benchmarks, docs/retrieval.md),
+# not a pass/fail line: between near-equal tools the order can turn on a score
+# margin smaller than the embedder's spread across machines and instruction sets.
+CHECKED_TOP: Final = 3
+
+
+def _right_tool_shown(item: AgentTask, found: Any) -> tuple[str, bool, str]:
+    """The check for one task: its name, whether a right tool is shown, and the ranks."""
+    shown = [(t.server, t.tool) for t in found.tools[:CHECKED_TOP]]
+    ranks = [i + 1 for i, pair in enumerate(shown) if pair in item.first]
+    first = f"{shown[0][0]}/{shown[0][1]}" if shown else "nothing"
+    detail = f"right tool at rank {ranks[0]}; first: {first}" if ranks else f"first: {first}"
+    return (f"right tool in the top {CHECKED_TOP} for {item.task!r}", bool(ranks), detail)
 
 
 async def _connect_quietly(config: Config) -> FederationResult:
@@ -230,8 +244,7 @@ async def _discover_and_call(ctx: DemoContext, client: Any, item: AgentTask) -> 
     if ctx.show:
         render.discovery(found)
     if item.first:
-        top = (found.tools[0].server, found.tools[0].tool) if found.tools else None
-        ctx.check(f"right tool first for {item.task!r}", top in item.first, f"first: {top}")
+        ctx.check(*_right_tool_shown(item, found))
     if item.call is None:
         return
     server, tool, arguments = item.call
