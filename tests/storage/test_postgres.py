@@ -43,7 +43,8 @@ def record(n: int = 0, outcome: str = "ok", **extra: Any) -> AuditRecord:
 
 
 def rows(database: Database, *columns: str) -> list[tuple[Any, ...]]:
-    with database.connection() as conn:
+    # A fresh connection: after a restart the pool's may be dead, which is not under test here.
+    with database.direct(timeout=10.0) as conn:
         return conn.execute(
             f"SELECT {', '.join(columns)} FROM audit_records ORDER BY trace"
         ).fetchall()
@@ -194,9 +195,25 @@ def test_a_spool_left_by_a_dead_replica_is_written_by_the_next_one(
         postgres.start()
     dead.spool.close()  # the process "died": its file stays, its lock goes
     assert len(list(spool_dir(tmp_path).glob("*.jsonl"))) == 1
+    # The next replica starts with a pool whose connection predates the restart, as
+    # under load (the failure that was seen: "server closed the connection unexpectedly").
     PostgresAudit(shared_database(database.config), tmp_path, spool_records=10).close()
     assert [row[0] for row in rows(database, "trace")] == [record(7).trace]
     assert list(spool_dir(tmp_path).glob("*.jsonl")) == []
+
+
+def test_the_first_write_after_a_database_restart_is_stored_not_spooled(
+    postgres: Postgres, database: Database, tmp_path: Path
+) -> None:
+    """The pool's connections die with the server; the write retries on a fresh one."""
+    sink = PostgresAudit(shared_database(database.config), tmp_path, spool_records=10)
+    sink.write(record(1))  # the pool now holds an open connection
+    postgres.stop()
+    postgres.start()
+    sink.write(record(2))
+    assert not sink.degraded and sink.spool.count == 0
+    assert [row[0] for row in rows(database, "trace")] == [record(n).trace for n in (1, 2)]
+    sink.close()
 
 
 HELD: int = 0x41554454

@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -193,25 +193,37 @@ class PostgresAudit:
         return True
 
     def _insert(self, rows: Iterable[dict[str, Any]]) -> bool:
-        # While degraded, probe with a fresh connection (the pool's reconnect backs off),
-        # allowed the full connect timeout: a refused connection fails at once anyway.
-        if self.degraded:
-            connect, wait = self.database.direct, self.database.config.timeout
-        else:
-            connect, wait = self.database.connection, min(MAX_WAIT, self.database.config.timeout)
-        try:
-            with connect(wait) as conn, conn.cursor() as cursor:
-                values = [_values(row) for row in rows]
-                if values:
-                    cursor.executemany(_INSERT, values)
-                else:  # a probe: is the database back?
-                    cursor.execute("SELECT 1")
-        except Exception as exc:  # any driver or pool failure: spool, and say so
-            self._next_try = time.monotonic() + RETRY_INTERVAL
-            logger.warning("audit: database %s unavailable (%s); spooling", self.location, exc)
-            return False
-        self._next_try = 0.0
-        return True
+        """Store ``rows`` (or probe, when empty); False, backing off, when the database cannot.
+
+        Healthy, a pooled connection is tried first and, when it fails, one fresh
+        connection: after the server restarted, every connection the pool holds is
+        dead, and its first use fails ("server closed the connection unexpectedly")
+        although the database is up. Degraded, only a fresh connection probes (the
+        pool's reconnect backs off), allowed the full connect timeout: a refused
+        connection fails at once anyway. A retried insert is a no-op for rows the
+        first try committed (``ON CONFLICT DO NOTHING`` on the record's id).
+        """
+        values = [_values(row) for row in rows]
+        timeout = self.database.config.timeout
+        tries: list[tuple[Callable[[float], Any], float]] = [(self.database.direct, timeout)]
+        if not self.degraded:
+            tries.insert(0, (self.database.connection, min(MAX_WAIT, timeout)))
+        failure: Exception | None = None
+        for connect, wait in tries:
+            try:
+                with connect(wait) as conn, conn.cursor() as cursor:
+                    if values:
+                        cursor.executemany(_INSERT, values)
+                    else:  # a probe: is the database back?
+                        cursor.execute("SELECT 1")
+            except Exception as exc:  # any driver or pool failure: the next try, then spool
+                failure = exc
+                continue
+            self._next_try = 0.0
+            return True
+        self._next_try = time.monotonic() + RETRY_INTERVAL
+        logger.warning("audit: database %s unavailable (%s); spooling", self.location, failure)
+        return False
 
     def _adopt_orphans(self) -> None:
         """Write the spools of replicas that died into the database (best effort, at start)."""
