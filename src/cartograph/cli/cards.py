@@ -175,17 +175,18 @@ def bootstrap(
     from cartograph.cards.paths import key_path, trust_path
     from cartograph.cards.store import CardStore
     from cartograph.cards.trust import load_trust
-    from cartograph.cli.federation import federation_catalog, only_servers
+    from cartograph.cli.federation import federation_catalog, only_servers, show_failures
 
     cfg = _config(config, state_dir)
     key = load_private_key(key_path(cfg))
     only = set(server) if server else None
     live = cfg if only is None or catalog or cfg.catalog else only_servers(cfg, only)
     started = time.perf_counter()
-    federation = federation_catalog(live, catalog)
+    failed: list[ServerReport] = []
+    federation = federation_catalog(live, catalog, failed=failed)
     connected = time.perf_counter()
     if only is not None:
-        unknown = sorted(only - {s.name for s in federation.servers})
+        unknown = sorted(only - {s.name for s in federation.servers} - {r.name for r in failed})
         if unknown:
             raise OptionError(
                 f"--server {', '.join(unknown)}: not in the federation (or it failed to connect)",
@@ -212,7 +213,19 @@ def bootstrap(
             "load these cards; run `cartograph keys init` or `cartograph keys trust`",
             highlight=False,
         )
-    _print_bootstrap(result.outcomes, connected - started, finished - connected, json_out)
+    outcomes = [*result.outcomes, *(_unlisted_outcome(r) for r in failed)]
+    _print_bootstrap(outcomes, connected - started, finished - connected, json_out)
+    show_failures(failed)
+    if failed or result.count("failed"):
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _unlisted_outcome(report: ServerReport) -> Any:
+    """A server that failed to connect or list: no card was written for it."""
+    from cartograph.cards.bootstrap import ServerOutcome
+    from cartograph.cli.federation import error_text
+
+    return ServerOutcome(report.name, "failed", reason=error_text(report))
 
 
 def _progress() -> Progress:

@@ -102,7 +102,7 @@ def federation_catalog(
     with connect_progress(len(config.enabled_servers)) as advance:
         found = anyio.run(partial(load_catalog_for, config, progress=on_report))
     for report in failed:
-        stderr.print(f"[yellow]skipped[/] {escape(_error_text(report))}", highlight=False)
+        stderr.print(f"[yellow]skipped[/] {escape(error_text(report))}", highlight=False)
     return found
 
 
@@ -123,7 +123,8 @@ def only_servers(config: Config, names: Iterable[str]) -> Config:
 # -- servers ---------------------------------------------------------------------------
 
 
-def _error_text(report: ServerReport) -> str:
+def error_text(report: ServerReport) -> str:
+    """A failed server's code and the first line of its error (the tail is on stderr)."""
     if report.error is None:
         return ""
     first_line = report.error.message.splitlines()[0]
@@ -139,7 +140,7 @@ def _report_rows(reports: list[ServerReport]) -> list[list[Any]]:
             r.tool_count if r.status == "connected" else "",
             f"{r.connect_seconds:.2f}" if r.connect_seconds is not None else "",
             r.protocol_version or "",
-            _error_text(r),
+            error_text(r),
         ]
         for r in reports
     ]

@@ -1,0 +1,55 @@
+"""Rough edges a new user hit on a first run (issue 25 item 5), each pinned in-process."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from cartograph.cli.app import EXIT_CHECK_FAILED
+from cartograph.cli.main import build_app
+from tests.servers.support import SCRIPTABLE
+
+runner = CliRunner()
+
+DIES = (
+    "import os, sys\nsys.stderr.write('fatal: bad key ' + os.environ['API_KEY'] + '\\n')\n"
+    "sys.exit(3)\n"
+)
+
+
+def invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CARTOGRAPH_CONFIG", raising=False)
+    return runner.invoke(build_app(), list(args))
+
+
+def one_good_one_dying(tmp_path: Path) -> Path:
+    """``time`` (the scriptable server) and ``broken``, which prints its secret and exits."""
+    script = tmp_path / "dies.py"
+    script.write_text(DIES)
+    config = tmp_path / "cartograph.toml"
+    config.write_text(
+        f'state_dir = "state"\n\n[servers.time]\ncommand = {json.dumps(sys.executable)}\n'
+        f"args = [{json.dumps(str(SCRIPTABLE))}]\nconnect_timeout = 30\n\n"
+        f"[servers.broken]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(script))}]\nconnect_timeout = 30\n"
+        'env = { API_KEY = "sk-hunter2-secret" }\n'
+    )
+    return config
+
+
+def test_bootstrap_with_a_failed_server_exits_1_and_shows_its_redacted_stderr_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = one_good_one_dying(tmp_path)
+    assert invoke(tmp_path, monkeypatch, "keys", "init", "--config", str(config)).exit_code == 0
+    result = invoke(tmp_path, monkeypatch, "bootstrap", "--config", str(config), "--json")
+    assert result.exit_code == EXIT_CHECK_FAILED, result.output
+    outcomes = {s["server"]: s["outcome"] for s in json.loads(result.stdout)["servers"]}
+    assert outcomes == {"time": "written", "broken": "failed"}
+    assert "fatal: bad key ***" in result.stderr
+    assert "sk-hunter2-secret" not in result.output
