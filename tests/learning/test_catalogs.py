@@ -26,7 +26,7 @@ def place(tools: list[str], tool: str) -> int:
 
 @pytest.mark.anyio
 async def test_evidence_logged_in_one_catalog_never_moves_another(tmp_path: Path) -> None:
-    config = config_for(tmp_path / "state", scriptable("calc"))
+    config = config_for(tmp_path / "state", scriptable("calc"), learning=True)
     with anyio.fail_after(60):
         a = await CatalogRuntime.start(config, config.servers, name="a", unsafe_throwaway_key=True)
         b = await CatalogRuntime.start(config, config.servers, name="b", unsafe_throwaway_key=True)

@@ -22,7 +22,9 @@ from tests.eval.test_eval_cli import _write_fixture
 
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "cartograph.toml"
-    path.write_text(f'state_dir = "{tmp_path / "state"}"\n[learning]\nmax_tasks = 500\n')
+    path.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n[learning]\nenabled = true\nmax_tasks = 500\n'
+    )
     return path
 
 

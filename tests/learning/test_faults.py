@@ -20,7 +20,7 @@ async def test_a_corrupt_log_turns_learning_off_and_the_proxy_still_serves(
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     usage_log_path(state).write_bytes(b"\x00garbage, not sqlite\x00" * 64)
-    async with running(state, scriptable("calc")) as handlers:
+    async with running(state, scriptable("calc"), learning=True) as handlers:
         assert handlers.runtime.learning is None
         found: Any = await handlers.call_tool(
             "discover", {"task": "add two integers"}, principal=None
@@ -34,7 +34,7 @@ async def test_a_corrupt_log_turns_learning_off_and_the_proxy_still_serves(
 async def test_a_failing_write_is_logged_and_the_answer_still_goes_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with running(tmp_path / "state", scriptable("calc")) as handlers:
+    async with running(tmp_path / "state", scriptable("calc"), learning=True) as handlers:
         learning = handlers.runtime.learning
         assert learning is not None
 

@@ -56,7 +56,7 @@ SIMILAR = "increment the counter of this session"
 @pytest.mark.anyio
 async def test_a_called_tool_ranks_higher_for_a_later_similar_task(tmp_path: Path) -> None:
     config = tmp_path / "cartograph.toml"
-    config.write_text(toml_for(tmp_path / "state", scriptable("calc")))
+    config.write_text(toml_for(tmp_path / "state", scriptable("calc"), learning=True))
     with anyio.fail_after(120):
         async with Client(serve(config)) as client:
             zero_shot = ranked(await client.call_tool("discover", {"task": SIMILAR, "k": 5}))
@@ -93,9 +93,7 @@ async def test_a_called_tool_ranks_higher_for_a_later_similar_task(tmp_path: Pat
 @pytest.mark.anyio
 async def test_learning_off_logs_nothing_and_ranks_zero_shot(tmp_path: Path) -> None:
     config = tmp_path / "cartograph.toml"
-    config.write_text(
-        toml_for(tmp_path / "state", scriptable("calc")) + "\n[learning]\nenabled = false\n"
-    )
+    config.write_text(toml_for(tmp_path / "state", scriptable("calc"), learning=False))
     with anyio.fail_after(120):
         async with Client(serve(config)) as client:
             first = ranked(await client.call_tool("discover", {"task": TASK}))

@@ -20,9 +20,13 @@ from tests.servers.support import config_for
 
 @asynccontextmanager
 async def running(
-    state_dir: Path, *servers: ServerConfig, share: bool = True, **gateway: Any
+    state_dir: Path,
+    *servers: ServerConfig,
+    share: bool = True,
+    learning: bool = False,
+    **gateway: Any,
 ) -> AsyncIterator[ProxyHandlers]:
-    config = config_for(state_dir, *servers, **gateway)
+    config = config_for(state_dir, *servers, learning=learning, **gateway)
     runtime = await CatalogRuntime.start(
         config, config.servers, unsafe_throwaway_key=True, share_sessions=share
     )

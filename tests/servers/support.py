@@ -6,7 +6,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cartograph.config.model import Config, GatewayConfig, IndexConfig, ServerConfig
+from cartograph.config.model import (
+    Config,
+    GatewayConfig,
+    IndexConfig,
+    LearningConfig,
+    ServerConfig,
+)
 
 SCRIPTABLE = Path(__file__).parent / "scriptable.py"
 
@@ -19,18 +25,25 @@ def scriptable(name: str, *args: str, **options: Any) -> ServerConfig:
     return ServerConfig(name=name, command=sys.executable, args=(str(SCRIPTABLE), *args), **options)
 
 
-def config_for(state_dir: Path, *servers: ServerConfig, **gateway: Any) -> Config:
+def config_for(
+    state_dir: Path, *servers: ServerConfig, learning: bool = False, **gateway: Any
+) -> Config:
+    """``learning``: turn learning from use on (it is off by default)."""
     return Config(
         state_dir=state_dir,
         servers=servers,
         index=IndexConfig(embedder="fake"),
         gateway=GatewayConfig(**gateway),
+        learning=LearningConfig(enabled=learning),
     )
 
 
-def toml_for(state_dir: Path, *servers: ServerConfig, **gateway: Any) -> str:
+def toml_for(
+    state_dir: Path, *servers: ServerConfig, learning: bool = False, **gateway: Any
+) -> str:
     """The same, as a cartograph.toml a subprocess can load."""
-    lines = [f'state_dir = "{state_dir}"', "", "[index]", 'embedder = "fake"', "", "[gateway]"]
+    lines = [f'state_dir = "{state_dir}"', "", "[index]", 'embedder = "fake"', ""]
+    lines += ["[learning]", f"enabled = {_toml(learning)}", "", "[gateway]"]
     lines += [f"{k} = {_toml(v)}" for k, v in gateway.items()]
     for server in servers:
         lines += ["", f"[servers.{server.name}]", f"command = {_toml(server.command)}"]
