@@ -227,6 +227,9 @@ BAD_FEEDBACK: Final = _code("bad_feedback", "--feedback is not surfaced, oracle 
 BAD_NOISE: Final = _code("bad_noise", "--noise is outside [0, 1)")
 EVAL_NEEDS_CATALOG: Final = _code("eval_needs_catalog", "eval was run without --catalog")
 EVAL_NEEDS_TRUST: Final = _code("eval_needs_trust", "eval --cards was run without --trust")
+OUT_DIR_MISSING: Final = _code(
+    "out_dir_missing", "--out names a file in a folder that does not exist"
+)
 
 # --- catalog snapshots and query files ------------------------------------------------
 CATALOG_UNREADABLE: Final = _code("catalog_unreadable", "the catalog snapshot cannot be read")

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from cartograph.cli.app import EXIT_CHECK_FAILED
+from cartograph.cli.app import EXIT_CHECK_FAILED, EXIT_USAGE
 from cartograph.cli.main import build_app
+from tests.cli.support import cli_error
 from tests.servers.support import SCRIPTABLE
 
 runner = CliRunner()
@@ -53,3 +54,17 @@ def test_bootstrap_with_a_failed_server_exits_1_and_shows_its_redacted_stderr_ta
     assert outcomes == {"time": "written", "broken": "failed"}
     assert "fatal: bad key ***" in result.stderr
     assert "sk-hunter2-secret" not in result.output
+
+
+def test_snapshot_into_a_missing_folder_is_refused_naming_it_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"servers": [{"name": "s", "tools": [{"name": "t"}]}]}))
+    out = tmp_path / "missing" / "dir" / "catalog.json"
+    result = invoke(tmp_path, monkeypatch, "snapshot", "--catalog", str(catalog), "--out", str(out))
+    error = cli_error(result)
+    assert error is not None, result.output
+    assert (error.exit_code, error.code) == (EXIT_USAGE, "out_dir_missing")
+    assert str(out.parent) in error.message
+    assert not (tmp_path / "missing").exists()

@@ -252,6 +252,7 @@ def snapshot(
     """Write the whole federation's tools/list as a catalog.json snapshot."""
     from cartograph.catalog.snapshot import save_catalog
 
+    _refuse_missing_folder(out)
     cat = federation_catalog(_config(config), catalog)
     save_catalog(cat, out)
     info = {"out": str(out), "servers": len(cat.servers), "tools": cat.tool_count}
@@ -259,3 +260,12 @@ def snapshot(
         print_json(info)
     else:
         stdout.print(f"wrote {out}: {info['servers']} servers, {info['tools']} tools")
+
+
+def _refuse_missing_folder(out: Path) -> None:
+    """Before connecting: a mistyped ``--out`` folder is refused, not silently created."""
+    if not out.parent.is_dir():
+        raise OptionError(
+            f"--out {out}: the folder {out.parent} does not exist; create it first",
+            code=codes.OUT_DIR_MISSING,
+        )
