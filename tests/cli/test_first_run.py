@@ -68,3 +68,42 @@ def test_snapshot_into_a_missing_folder_is_refused_naming_it_and_creates_nothing
     assert (error.exit_code, error.code) == (EXIT_USAGE, "out_dir_missing")
     assert str(out.parent) in error.message
     assert not (tmp_path / "missing").exists()
+
+
+POLICY = """
+[servers.time]
+command = "/nonexistent/never-started"
+
+[[catalogs]]
+name = "main"
+
+[catalogs.policy]
+deny = ["time/secret"]
+"""
+
+
+def two_tool_snapshot(tmp_path: Path) -> tuple[Path, Path]:
+    """A config denying ``time/secret``, and a snapshot serving ``time/echo`` and it."""
+    snapshot = tmp_path / "catalog.json"
+    tools = [{"name": "echo", "description": "e"}, {"name": "secret", "description": "s"}]
+    snapshot.write_text(json.dumps({"servers": [{"name": "time", "tools": tools}]}))
+    config = tmp_path / "cartograph.toml"
+    config.write_text(POLICY)
+    return config, snapshot
+
+
+def test_tools_marks_policy_denied_tools_in_the_table_and_in_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, snapshot = two_tool_snapshot(tmp_path)
+    args = ["tools", "--config", str(config), "--catalog", str(snapshot)]
+    result = invoke(tmp_path, monkeypatch, *args, "--json")
+    assert result.exit_code == 0, result.output
+    assert {t["name"]: t["denied_in"] for t in json.loads(result.stdout)} == {
+        "echo": [],
+        "secret": ["main"],
+    }
+    table = invoke(tmp_path, monkeypatch, *args).stdout
+    (secret,) = [line for line in table.splitlines() if "secret" in line]
+    (echo,) = [line for line in table.splitlines() if " echo " in line]
+    assert "policy-denied" in secret and "policy-denied" not in echo

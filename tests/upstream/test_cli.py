@@ -68,6 +68,7 @@ def test_tools_from_a_catalog_snapshot_needs_no_live_server(tmp_path: Path) -> N
             "name": "t",
             "description": "d",
             "inputSchema": {"type": "object", "properties": {}},
+            "denied_in": [],
         }
     ]
 

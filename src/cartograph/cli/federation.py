@@ -226,17 +226,52 @@ def tools(
     json_out: JsonOption = False,
     server: Annotated[str | None, typer.Option("--server", "-s", help="Only this server.")] = None,
 ) -> None:
-    """List the federation's tools (live, or from --catalog)."""
+    """List the federation's tools (live, or from --catalog); policy-denied ones are marked."""
     cfg = _config(config)
     if server is not None and catalog is None and cfg.catalog is None:
         cfg = only_servers(cfg, [server])
     cat = federation_catalog(cfg, catalog)
     rows = [(s.name, t) for s in cat.servers if server is None or s.name == server for t in s.tools]
+    denied = denied_in(cfg)
     if json_out:
-        print_json([{"server": name, **tool.definition()} for name, tool in rows])
+        print_json(
+            [
+                {"server": name, **tool.definition(), "denied_in": denied(name, tool.name)}
+                for name, tool in rows
+            ]
+        )
         return
-    table = [[name, tool.name, _first_line(tool.description)] for name, tool in rows]
-    print_table(f"{len(rows)} tools", ["server", "tool", "description"], table)
+    table = [
+        [name, tool.name, _policy_mark(denied(name, tool.name), cfg), _first_line(tool.description)]
+        for name, tool in rows
+    ]
+    print_table(f"{len(rows)} tools", ["server", "tool", "policy", "description"], table)
+
+
+def denied_in(config: Config) -> Callable[[str, str], list[str]]:
+    """``(server, tool)`` → the catalogs whose policy (or ``disabled_tools``) denies it."""
+    from cartograph.config.catalogs import resolve_catalogs
+    from cartograph.index.serving import policy_allows
+
+    catalogs = resolve_catalogs(config, "per-catalog")
+
+    def denied(server: str, tool: str) -> list[str]:
+        return [
+            c.name
+            for c in catalogs
+            if any(s.name == server for s in c.servers)
+            and not policy_allows(c.policy, server, tool)
+        ]
+
+    return denied
+
+
+def _policy_mark(catalogs: list[str], config: Config) -> str:
+    if not catalogs:
+        return ""
+    return (
+        "policy-denied" if len(config.catalogs) < 2 else f"policy-denied in {', '.join(catalogs)}"
+    )
 
 
 # -- snapshot --------------------------------------------------------------------------
