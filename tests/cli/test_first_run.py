@@ -107,3 +107,17 @@ def test_tools_marks_policy_denied_tools_in_the_table_and_in_json(
     (secret,) = [line for line in table.splitlines() if "secret" in line]
     (echo,) = [line for line in table.splitlines() if " echo " in line]
     assert "policy-denied" in secret and "policy-denied" not in echo
+
+
+def test_tools_with_a_mistyped_server_suggests_the_closest_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, snapshot = two_tool_snapshot(tmp_path)
+    for extra in ((), ("--catalog", str(snapshot))):  # live (nothing started) and a snapshot
+        result = invoke(
+            tmp_path, monkeypatch, "tools", "--config", str(config), "-s", "tme", *extra
+        )
+        error = cli_error(result)
+        assert error is not None, result.output
+        assert (error.exit_code, error.code) == (EXIT_USAGE, "unknown_server")
+        assert "did you mean 'time'?" in error.message

@@ -109,15 +109,26 @@ def federation_catalog(
 def only_servers(config: Config, names: Iterable[str]) -> Config:
     """``config`` narrowed to the ``--server`` names, so nothing else is started."""
     wanted = set(names)
-    unknown = sorted(wanted - {s.name for s in config.servers})
-    if unknown:
-        raise OptionError(
-            f"--server {', '.join(unknown)}: no such server in {config.source}",
-            code=codes.UNKNOWN_SERVER,
-        )
+    refuse_unknown_servers(wanted, [s.name for s in config.servers], f"in {config.source}")
     return config.model_copy(
         update={"servers": tuple(s for s in config.servers if s.name in wanted)}
     )
+
+
+def refuse_unknown_servers(names: Iterable[str], known: Iterable[str], where: str) -> None:
+    """``--server`` names that are not in ``known``: refused, each with its closest match."""
+    from cartograph.suggest import did_you_mean
+
+    pool = sorted(set(known))
+    unknown = sorted(set(names) - set(pool))
+    if unknown:
+        hints = "; ".join(
+            f"{name!r}: {did_you_mean(name, pool, what='servers')}" for name in unknown
+        )
+        raise OptionError(
+            f"--server {', '.join(unknown)}: no such server {where} ({hints})",
+            code=codes.UNKNOWN_SERVER,
+        )
 
 
 # -- servers ---------------------------------------------------------------------------
@@ -228,9 +239,12 @@ def tools(
 ) -> None:
     """List the federation's tools (live, or from --catalog); policy-denied ones are marked."""
     cfg = _config(config)
-    if server is not None and catalog is None and cfg.catalog is None:
+    live = catalog is None and cfg.catalog is None
+    if server is not None and live:
         cfg = only_servers(cfg, [server])
     cat = federation_catalog(cfg, catalog)
+    if server is not None and not live:
+        refuse_unknown_servers([server], [s.name for s in cat.servers], "in the snapshot")
     rows = [(s.name, t) for s in cat.servers if server is None or s.name == server for t in s.tools]
     denied = denied_in(cfg)
     if json_out:
