@@ -121,3 +121,21 @@ def test_tools_with_a_mistyped_server_suggests_the_closest_name(
         assert error is not None, result.output
         assert (error.exit_code, error.code) == (EXIT_USAGE, "unknown_server")
         assert "did you mean 'time'?" in error.message
+
+
+def test_cards_show_of_an_unconfigured_name_says_so_and_suggests_the_configured_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, _ = two_tool_snapshot(tmp_path)
+    error = cli_error(
+        invoke(tmp_path, monkeypatch, "cards", "show", "tme", "--config", str(config))
+    )
+    assert error is not None
+    assert (error.exit_code, error.code) == (EXIT_USAGE, "unknown_server")
+    assert "not a configured server" in error.message and "did you mean 'time'?" in error.message
+    assert "bootstrap" not in error.message
+    error = cli_error(
+        invoke(tmp_path, monkeypatch, "cards", "show", "time", "--config", str(config))
+    )
+    assert error is not None and error.code == "card_missing"
+    assert "cartograph bootstrap --server time" in error.message

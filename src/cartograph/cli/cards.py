@@ -317,6 +317,7 @@ def cards_show(
     cfg = _config(config, state_dir)
     store = CardStore(cfg.state_dir)
     if server not in store.servers():
+        _refuse_unconfigured(server, cfg, store.servers())
         raise CardError(
             f"no card for {server!r} in {store.root}; run `cartograph bootstrap --server {server}`",
             code=codes.CARD_MISSING,
@@ -339,6 +340,21 @@ def cards_show(
         "tools",
         ["tool", "description", "example"],
         [[t.name, t.description, _compact(t.example)] for t in body.tools],
+    )
+
+
+def _refuse_unconfigured(server: str, cfg: Config, carded: list[str]) -> None:
+    """A name with no card that is not a configured server is a typo: bootstrapping it fails."""
+    from cartograph.suggest import did_you_mean
+
+    configured = [s.name for s in cfg.servers]
+    if server in configured:
+        return
+    where = cfg.source or "the config"
+    raise OptionError(
+        f"{server!r} is not a configured server in {where}; "
+        f"{did_you_mean(server, [*configured, *carded], what='servers')}",
+        code=codes.UNKNOWN_SERVER,
     )
 
 
