@@ -139,3 +139,31 @@ def test_cards_show_of_an_unconfigured_name_says_so_and_suggests_the_configured_
     )
     assert error is not None and error.code == "card_missing"
     assert "cartograph bootstrap --server time" in error.message
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("servers", "--config", "x.toml", "--json"), "config_missing"),
+        (("cards", "show", "tme", "--json"), "unknown_server"),
+        (("tools", "--json", "--bogus"), "usage"),
+    ],
+    ids=["config-error", "nested-command", "usage-error"],
+)
+def test_with_json_a_commands_closing_error_is_one_json_object_with_its_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], code: str
+) -> None:
+    result = invoke(tmp_path, monkeypatch, *args)
+    assert result.exit_code != 0
+    (line,) = result.stderr.strip().splitlines()
+    error = json.loads(line)
+    assert (error["level"], error["code"]) == ("ERROR", code)
+    assert error["message"]
+    assert result.stdout == ""
+
+
+def test_a_json_token_after_a_double_dash_is_an_argument_not_the_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = invoke(tmp_path, monkeypatch, "servers", "--config", "x.toml", "--", "--json")
+    assert not result.stderr.startswith("{")

@@ -16,7 +16,15 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from cartograph import error_codes as codes
-from cartograph.cli.logs import META_KEY, LogChoice, LogFormat, apply, log_error, logs_json
+from cartograph.cli.logs import (
+    META_KEY,
+    LogChoice,
+    LogFormat,
+    apply,
+    log_error,
+    logs_json,
+    print_error_object,
+)
 from cartograph.errors import (
     CardError,
     CartographError,
@@ -68,17 +76,23 @@ def exit_code_for(exc: CartographError) -> int:
 class CartographGroup(TyperGroup):
     """The root command group: the one place errors become a stderr line and an exit code.
 
+    The line is a JSON object (``code``, ``message``, ...) when the root was given
+    ``--log-format json`` or the command ``--json``.
+
     It lives inside the Typer app, not in ``main()``, so in-process runs (``CliRunner``,
     the tests) get exactly what a shell gets. Click's usage errors (an unknown option, a
     value of the wrong type) are cut to one line here too, instead of a boxed panel.
     """
 
     def invoke(self, ctx: Context) -> Any:
+        json_out = _asked_for_json(ctx.args)  # read before super() consumes the arguments
         try:
             return super().invoke(ctx)
         except CartographError as exc:
             if logs_json(ctx.meta):
                 log_error(exc.message, exc.code)
+            elif json_out:
+                print_error_object(exc.message, exc.code)
             else:
                 from cartograph.cli.output import print_error
 
@@ -87,19 +101,27 @@ class CartographGroup(TyperGroup):
         except UsageError as exc:
             if isinstance(exc, NoArgsIsHelpError):
                 raise
-            _print_usage_error(exc, as_json=logs_json(ctx.meta))
+            _print_usage_error(exc, logs_json=logs_json(ctx.meta), json_out=json_out)
             raise typer.Exit(EXIT_USAGE) from None
 
 
-def _print_usage_error(exc: UsageError, *, as_json: bool) -> None:
+def _asked_for_json(args: Sequence[str]) -> bool:
+    """Whether the subcommand's arguments hold ``--json`` (before a ``--``, if any)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
+def _print_usage_error(exc: UsageError, *, logs_json: bool, json_out: bool) -> None:
     from cartograph.cli.output import stderr
 
     command = exc.ctx.command_path if exc.ctx is not None else "cartograph"
     message = f"{exc.format_message()} (see `{command} --help`)"
-    if as_json:
+    if logs_json:
         log_error(message, "usage")
-        return
-    stderr.print(f"error (usage): {message}", highlight=False, markup=False)
+    elif json_out:
+        print_error_object(message, "usage")
+    else:
+        stderr.print(f"error (usage): {message}", highlight=False, markup=False)
 
 
 app = typer.Typer(

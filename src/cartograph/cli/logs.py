@@ -2,11 +2,12 @@
 
 The options sit on the root command, so any subcommand's logs can be one JSON
 object per line for a collector, and with JSON the command's closing error is
-such an object too. The choice is kept in the Click context's ``meta`` (shared
-by the root and the subcommand), not in a global: an in-process run starts
-clean. ``serve`` keeps its own ``--debug``/``--log-format`` (they win) and,
-alone, also reads ``[logging] format`` from its config when no flag names a
-format. Without either option logging is left as Python sets it up.
+such an object too (as it is when the command itself was given ``--json``).
+The choice is kept in the Click context's ``meta`` (shared by the root and the
+subcommand), not in a global: an in-process run starts clean. ``serve`` keeps
+its own ``--debug``/``--log-format`` (they win) and, alone, also reads
+``[logging] format`` from its config when no flag names a format. Without
+either option logging is left as Python sets it up.
 
 Only the standard library is imported here; the JSON formatter (and
 OpenTelemetry behind it) loads when JSON is chosen, so ``--help`` stays fast.
@@ -87,3 +88,18 @@ def logs_json(meta: dict[str, Any]) -> bool:
 def log_error(message: str, code: str) -> None:
     """The command's closing error as a log record (a JSON object under JSON logging)."""
     logging.getLogger(ERROR_LOGGER).error(message, extra={"code": code})
+
+
+def print_error_object(message: str, code: str) -> None:
+    """The closing error as the object JSON logging would write, on stderr (``--json``).
+
+    Logging itself is left alone: ``--json`` asks for one parseable error,
+    not for every log line of the run as JSON.
+    """
+    from cartograph.telemetry.logs import formatter
+
+    logger = logging.getLogger(ERROR_LOGGER)
+    record = logger.makeRecord(
+        ERROR_LOGGER, logging.ERROR, "(cartograph)", 0, message, (), None, extra={"code": code}
+    )
+    sys.stderr.write(formatter("json").format(record) + "\n")
