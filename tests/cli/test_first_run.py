@@ -167,3 +167,11 @@ def test_a_json_token_after_a_double_dash_is_an_argument_not_the_option(
 ) -> None:
     result = invoke(tmp_path, monkeypatch, "servers", "--config", "x.toml", "--", "--json")
     assert not result.stderr.startswith("{")
+
+
+def test_version_prints_json_with_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cartograph import __version__
+
+    result = invoke(tmp_path, monkeypatch, "version", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"version": __version__}

@@ -255,8 +255,13 @@ def _root(
 
 
 @app.command()
-def version() -> None:
+def version(json_out: JsonOption = False) -> None:
     """Print Cartograph's version."""
     from cartograph import __version__
 
+    if json_out:
+        from cartograph.cli.output import print_json
+
+        print_json({"version": __version__})
+        return
     typer.echo(__version__)
