@@ -175,3 +175,25 @@ def test_version_prints_json_with_json(tmp_path: Path, monkeypatch: pytest.Monke
     result = invoke(tmp_path, monkeypatch, "version", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"version": __version__}
+
+
+def test_connect_with_json_reports_what_it_wrote_and_a_dry_run_its_diff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "cartograph.toml"
+    config.write_text(POLICY)
+    target = tmp_path / "mcp.json"
+    args = ["connect", "--client", "cursor", "--config", str(config), "--target", str(target)]
+    dry = invoke(tmp_path, monkeypatch, *args, "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    (diff,) = json.loads(dry.stdout)["diffs"].values()
+    assert '"cartograph"' in diff and not target.exists()
+    result = invoke(tmp_path, monkeypatch, *args, "--json")
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.stdout)
+    assert (done["client"], done["entries"], done["path"]) == (
+        "cursor",
+        ["cartograph"],
+        str(target),
+    )
+    assert done["removed_stale"] == [] and done["server_shape"] is None

@@ -428,6 +428,7 @@ def connect(
         bool, typer.Option("--dry-run", help="Show the diff of every file; write nothing.")
     ] = False,
     project_file: ProjectOption = Path(PROJECT_FILE),
+    json_out: JsonOption = False,
 ) -> None:
     """Write (or print) the entries this client accepts for Cartograph, keeping a backup."""
     path = target or default_path(client, scope=scope)
@@ -444,16 +445,22 @@ def connect(
         print_json({container_key(client): entries})
         return
     if adopt:
-        _adopt(connection, resolve_config_path(config_path), dry_run, project_file)
+        _adopt(connection, resolve_config_path(config_path), dry_run, project_file, json_out)
         return
     elif dry_run:
         old, new, _ = connection_edit(connection)
-        stdout.print(unified_diff(path, old, new) or "no change", highlight=False, markup=False)
+        _print_diffs({path: (old, new)}, json_out)
         return
-    _write_connection(connection, project_file)
+    done = _write_connection(connection, project_file)
+    if json_out:
+        print_json(done)
+    else:
+        _print_written(done)
 
 
-def _adopt(connection: Connection, config_file: Path, dry_run: bool, project_file: Path) -> None:
+def _adopt(
+    connection: Connection, config_file: Path, dry_run: bool, project_file: Path, json_out: bool
+) -> None:
     from cartograph.cli.adopt import plan_adoption, write_config
 
     path = Path(connection.client_config)
@@ -461,15 +468,35 @@ def _adopt(connection: Connection, config_file: Path, dry_run: bool, project_fil
     specs = {n: connection.spec(t) for n, t in connection.entries.items()}
     plan = plan_adoption(connection.client, path, config_file, specs, stale)
     if dry_run:
-        stdout.print(unified_diff(config_file, plan.old_config, plan.new_config), markup=False)
-        stdout.print(unified_diff(path, plan.old_client, plan.new_client), markup=False)
+        diffs = {
+            config_file: (plan.old_config, plan.new_config),
+            path: (plan.old_client, plan.new_client),
+        }
+        _print_diffs(diffs, json_out)
         return
     write_config(config_file, plan)
-    _write_connection(connection, project_file, (plan.new_client, stale))
+    done = _write_connection(connection, project_file, (plan.new_client, stale))
+    done |= {"config": str(config_file), "adopted": list(plan.moving)}
+    if json_out:
+        print_json(done)
+        return
+    _print_written(done)
     stdout.print(f"adopted into {config_file}: {', '.join(plan.moving) or 'none'}", highlight=False)
     if plan.moving:
         servers = " ".join(f"--server {n}" for n in plan.moving)
         stdout.print(f"sign their cards: `cartograph bootstrap {servers}`", highlight=False)
+
+
+def _print_diffs(diffs: dict[Path, tuple[str, str]], json_out: bool) -> None:
+    """``--dry-run``: each file's unified diff (``--json``: file → diff, empty when unchanged)."""
+    texts = {str(path): unified_diff(path, old, new) for path, (old, new) in diffs.items()}
+    if json_out:
+        print_json({"diffs": texts})
+    elif len(texts) == 1:
+        stdout.print(next(iter(texts.values())) or "no change", highlight=False, markup=False)
+    else:
+        for text in texts.values():
+            stdout.print(text, markup=False)
 
 
 def unified_diff(path: Path, old: str, new: str) -> str:
@@ -483,8 +510,11 @@ def unified_diff(path: Path, old: str, new: str) -> str:
 
 def _write_connection(
     connection: Connection, project_file: Path, edit: tuple[str, list[str]] | None = None
-) -> None:
-    """Write the client file (``edit``: text already planned, and the stale entries it drops)."""
+) -> dict[str, Any]:
+    """Write the client file (``edit``: text already planned, and the stale entries it drops).
+
+    Returns what was done: ``connect --json`` prints it, :func:`_print_written` words it.
+    """
     if edit is None:
         _, new, stale = connection_edit(connection)
     else:
@@ -493,34 +523,52 @@ def _write_connection(
     record = ProjectRecord.load_or_empty(project_file)
     record.add(connection)
     record.save(project_file)
-    backup = f" (backup: {written.backup})" if written.backup else ""
+    return {
+        "client": connection.client,
+        "entries": list(connection.entries),
+        "path": str(written.path),
+        "backup": str(written.backup) if written.backup else None,
+        "removed_stale": list(stale),
+        "server_shape": _server_shape(connection),
+        "project_file": str(project_file),
+        "bridged": needs_bridge(
+            connection.client, connection.spec(next(iter(connection.entries.values())))
+        ),
+        "token_env": connection.token_env,
+    }
+
+
+def _server_shape(connection: Connection) -> str | None:
+    if connection.kind != "http":
+        return None
+    if connection.server_routed_path:
+        return f"routed ({connection.server_routed_path}): one entry"
+    return f"per-catalog: {len(connection.entries)} entries"
+
+
+def _print_written(done: dict[str, Any]) -> None:
+    backup = f" (backup: {done['backup']})" if done["backup"] else ""
+    stale = done["removed_stale"]
     stdout.print(
-        f"wrote {', '.join(connection.entries)} to {written.path}{backup}"
+        f"wrote {', '.join(done['entries'])} to {done['path']}{backup}"
         + (f"; removed stale {', '.join(stale)}" if stale else ""),
         highlight=False,
     )
-    if connection.kind == "http":
-        shape = (
-            f"routed ({connection.server_routed_path}): one entry"
-            if connection.server_routed_path
-            else f"per-catalog: {len(connection.entries)} entries"
-        )
-        stdout.print(f"server shape: {shape}", highlight=False)
-    stdout.print(f"recorded the connection in {project_file}", highlight=False)
-    bridged = needs_bridge(
-        connection.client, connection.spec(next(iter(connection.entries.values())))
-    )
-    if bridged:
+    if done["server_shape"] is not None:
+        stdout.print(f"server shape: {done['server_shape']}", highlight=False)
+    stdout.print(f"recorded the connection in {done['project_file']}", highlight=False)
+    client, token_env = done["client"], done["token_env"]
+    if done["bridged"]:
         stdout.print(
-            f"{connection.client} takes only stdio commands here: the entries run "
+            f"{client} takes only stdio commands here: the entries run "
             "`cartograph bridge`, which forwards to the HTTP server",
             highlight=False,
         )
-    if connection.token_env is not None:
-        where = "in the entry's env" if bridged else f"where {connection.client} runs"
+    if token_env is not None:
+        where = "in the entry's env" if done["bridged"] else f"where {client} runs"
         stdout.print(
-            f"the server requires a bearer token: the entries read ${connection.token_env}; "
-            f"set {connection.token_env} {where}",
+            f"the server requires a bearer token: the entries read ${token_env}; "
+            f"set {token_env} {where}",
             highlight=False,
         )
 
