@@ -492,11 +492,9 @@ def _print_diffs(diffs: dict[Path, tuple[str, str]], json_out: bool) -> None:
     texts = {str(path): unified_diff(path, old, new) for path, (old, new) in diffs.items()}
     if json_out:
         print_json({"diffs": texts})
-    elif len(texts) == 1:
-        stdout.print(next(iter(texts.values())) or "no change", highlight=False, markup=False)
-    else:
-        for text in texts.values():
-            stdout.print(text, markup=False)
+        return
+    for text in texts.values():
+        stdout.print(text or "no change", highlight=False, markup=False)
 
 
 def unified_diff(path: Path, old: str, new: str) -> str:
@@ -511,10 +509,8 @@ def unified_diff(path: Path, old: str, new: str) -> str:
 def _write_connection(
     connection: Connection, project_file: Path, edit: tuple[str, list[str]] | None = None
 ) -> dict[str, Any]:
-    """Write the client file (``edit``: text already planned, and the stale entries it drops).
-
-    Returns what was done: ``connect --json`` prints it, :func:`_print_written` words it.
-    """
+    """Write the client file (``edit``: text already planned, and the stale entries it drops);
+    returns what was done, for ``connect --json`` and :func:`_print_written`."""
     if edit is None:
         _, new, stale = connection_edit(connection)
     else:
