@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from cartograph.index.text import tokenize
-from cartograph.names import cjk_bigrams, normalise_name, split_identifier, word_runs
+from cartograph.names import (
+    cjk_bigrams,
+    invisible_characters,
+    normalise_name,
+    skeleton,
+    split_identifier,
+    word_runs,
+)
 from cartograph.rift.tokens import words
 
 
@@ -43,3 +50,19 @@ def test_search_and_rift_split_text_the_same_way() -> None:
     ]
     assert words(text) == ["list", "open", "pull", "requests", "café", "menu"]
     assert tokenize(text) == ["list", "open", "pull", "request", "café", "menu"]
+
+
+def test_look_alike_names_share_a_skeleton_from_the_confusables_table() -> None:
+    original = skeleton("get_file")
+    assert skeleton("get_fiIe") == original  # a capital I for an l
+    assert skeleton("get_fіle") == original  # a Cyrillic і
+    assert skeleton("get_f\u200bile") == original  # a zero-width space
+    assert skeleton("ｇｅｔ＿ｆｉｌｅ") == original  # full width
+    assert skeleton("get_files") != original
+    assert skeleton("put_file") != original
+
+
+def test_format_and_bidi_characters_are_invisible() -> None:
+    assert invisible_characters("read\u200bfile") == ["\u200b"]
+    assert invisible_characters("read\u202efile") == ["\u202e"]
+    assert invisible_characters("read_file") == []

@@ -19,10 +19,13 @@ every layer may use it.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import resources
 from typing import Final
 
 from cartograph import error_codes as codes
@@ -93,6 +96,65 @@ def check_names(
     )
 
 
+_BIDI_CONTROLS: Final = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e") | frozenset(
+    "\u2066\u2067\u2068\u2069"
+)
+
+
+def invisible_characters(name: str) -> list[str]:
+    """The characters of ``name`` a reader cannot see: format (Cf) and bidi controls.
+
+    A zero-width space inside ``read\u200bfile`` makes a second name that
+    reads as the first; a right-to-left override reorders what is shown. No
+    tool name needs either, so a name that has them is not taken at its word.
+    """
+    return [c for c in name if unicodedata.category(c) == "Cf" or c in _BIDI_CONTROLS]
+
+
+@functools.cache
+def _confusable_classes() -> dict[str, str]:
+    """Each character of Unicode's confusables table mapped to one member of its class.
+
+    The table is UTS #39's ``confusables.txt`` as the maintained
+    ``confusable_homoglyphs`` package ships it (character -> its look-alikes);
+    classes are the connected groups of single-character pairs, each named by
+    its smallest code point, so the mapping is deterministic.
+    """
+    data_file = resources.files("confusable_homoglyphs") / "confusables.json"
+    table: dict[str, list[dict[str, str]]] = json.loads(data_file.read_text(encoding="utf-8"))
+    parent: dict[str, str] = {}
+
+    def root(char: str) -> str:
+        while parent.setdefault(char, char) != char:
+            parent[char] = parent[parent[char]]
+            char = parent[char]
+        return char
+
+    for char, alikes in table.items():
+        for alike in alikes:
+            other = alike["c"]
+            if len(char) == 1 and len(other) == 1:
+                a, b = root(char), root(other)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    return {char: root(char) for char in parent}
+
+
+def skeleton(name: str) -> str:
+    """What ``name`` looks like: names with one skeleton are read as one name.
+
+    NFKC, invisible characters removed, each character replaced by its
+    confusables class (before case-folding, since ``I`` and ``l`` look alike
+    and ``i`` and ``l`` do not), case-folded, mapped once more, separators
+    removed: ``get_fiIe``, ``get_file`` and ``get_fіle`` (Cyrillic і) share one.
+    """
+    classes = _confusable_classes()
+    text = unicodedata.normalize("NFKC", name)
+    text = "".join(c for c in text if c not in set(invisible_characters(text)))
+    text = "".join(classes.get(c, c) for c in text).casefold()
+    return SEPARATORS.sub("", "".join(classes.get(c, c) for c in text))
+
+
 def split_identifier(text: str) -> str:
     """``get_stockPrice-v2`` → ``get stock Price v2``: identifiers read as words."""
     return _IDENTIFIER_SEPARATORS.sub(" ", _CAMEL.sub(" ", text))
@@ -128,8 +190,10 @@ __all__ = [
     "check_names",
     "cjk_bigrams",
     "find_collision",
+    "invisible_characters",
     "is_cjk",
     "normalise_name",
+    "skeleton",
     "split_identifier",
     "word_runs",
 ]

@@ -57,7 +57,7 @@ async def _count(h: ProxyHandlers, principal: str, client: str) -> CallToolResul
 async def test_upstream_sessions_past_the_per_principal_or_total_cap_are_refused_with_session_limit(
     tmp_path: Path,
 ) -> None:
-    caps = {"max_upstream_sessions": 3, "max_upstream_sessions_per_principal": 2}
+    caps: dict[str, Any] = {"max_upstream_sessions": 3, "max_upstream_sessions_per_principal": 2}
     async with running(tmp_path, scriptable("counter"), share=False, **caps) as h:
         assert text(await _count(h, "alice", "a1")) == "1"
         assert text(await _count(h, "alice", "a2")) == "1"
@@ -72,7 +72,7 @@ async def test_upstream_sessions_past_the_per_principal_or_total_cap_are_refused
 async def test_an_abandoned_upstream_session_expires_after_the_idle_timeout(
     tmp_path: Path,
 ) -> None:
-    limits = {
+    limits: dict[str, Any] = {
         "max_upstream_sessions_per_principal": 1,
         "session_idle_timeout": 0.5,
         "relist_interval": 0.2,

@@ -21,7 +21,7 @@ from tests.servers.support import scriptable, toml_for
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 
 
-def write_config(tmp_path: Path, **gateway: object) -> Path:
+def write_config(tmp_path: Path, **gateway: Any) -> Path:
     path = tmp_path / "cartograph.toml"
     servers = (scriptable("calc"), scriptable("stuck", call_timeout=30.0))
     path.write_text(toml_for(tmp_path / "state", *servers, **gateway))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from cartograph.cards.generators.template import is_opaque
 from cartograph.cards.model import Card, ToolCard
-from cartograph.names import split_identifier
+from cartograph.names import invisible_characters, normalise_name, skeleton, split_identifier
 
 ToolKey = tuple[str, str]
 
@@ -117,24 +117,61 @@ def plain_arguments(arguments: str) -> str:
     return "" if arguments == NO_ARGUMENTS else _OPTIONAL.sub("", arguments)
 
 
-def _entry(server: str, tool: ToolCard, server_text: str, title: str) -> IndexEntry:
+def _entry(
+    server: str, tool: ToolCard, server_text: str, title: str, *, imitation: bool = False
+) -> IndexEntry:
     """One tool's entry; a tool whose name mixes writing systems is indexed by its server only.
 
     ``get_currеnt_time`` with a Cyrillic "е" is dressed as another tool: its card
     says so, and none of its own text (name, description, arguments, examples)
     may rank it as the tool it imitates. It stays listed, attested and callable.
+    An ``imitation`` (:func:`imitations`) keeps its description but loses its
+    name view: its name reads as another tool's, so it cannot rank by it.
     """
     opaque = is_opaque(tool.name)
     return IndexEntry(
         server=server,
         tool=tool.name,
-        name="" if opaque else split_identifier(tool.name),
+        name="" if opaque or imitation else split_identifier(tool.name),
         description="" if opaque else tool.description,
         arguments="" if opaque else without_example_values(tool.arguments),
         server_text=server_text,
         server_title=title,
         examples="" if opaque else examples_text(tool.examples, tool.synonyms),
     )
+
+
+def _plainness(name: str) -> int:
+    """How far a name is from plain lower-case ASCII: the characters outside it."""
+    plain = sum(1 for c in name if c.isascii() and (c.islower() or c.isdigit() or c in "_-./:"))
+    return len(name) - plain + 10 * len(invisible_characters(name))
+
+
+def imitations(keys: Iterable[ToolKey]) -> set[ToolKey]:
+    """Tools whose names look like another tool's name without being it.
+
+    Two names *look alike* when they share a :func:`~cartograph.names.skeleton`
+    (Unicode's confusables, invisible characters dropped) and *are different*
+    when their normalised forms differ (``get_file`` / ``getFile`` are one
+    name; ``get_file`` / ``get_fiIe`` are two that read as one). In each such
+    group the plainest spelling (closest to lower-case ASCII) is taken for the
+    original; the others are imitations. Where the plainest is a tie between
+    different names, nobody can tell, and every name of the group is.
+    """
+    groups: dict[str, list[ToolKey]] = {}
+    for key in keys:
+        groups.setdefault(skeleton(key[1]), []).append(key)
+    found: set[ToolKey] = set()
+    for members in groups.values():
+        if len({normalise_name(tool) for _, tool in members}) < 2:
+            continue
+        best = min(_plainness(tool) for _, tool in members)
+        originals = {normalise_name(tool) for _, tool in members if _plainness(tool) == best}
+        if len(originals) > 1:
+            found.update(members)
+        else:
+            found.update(k for k in members if normalise_name(k[1]) not in originals)
+    return found
 
 
 def examples_text(examples: Iterable[str], synonyms: Iterable[str] = ()) -> str:
@@ -153,7 +190,10 @@ def examples_text(examples: Iterable[str], synonyms: Iterable[str] = ()) -> str:
 
 
 def entries_from_cards(
-    cards: Mapping[str, Card], *, exclude: Iterable[ToolKey] = ()
+    cards: Mapping[str, Card],
+    *,
+    exclude: Iterable[ToolKey] = (),
+    imitating: set[ToolKey] | None = None,
 ) -> list[IndexEntry]:
     """Entries for every tool of every verified card, minus ``exclude`` (drifted/unattested).
 
@@ -161,6 +201,10 @@ def entries_from_cards(
     the same index, whatever order the mapping yields them in.
     """
     skip = set(exclude)
+    if imitating is None:  # the whole federation is here: look-alikes are found among it
+        imitating = imitations(
+            (server, tool.name) for server in cards for tool in cards[server].body.tools
+        )
     entries: list[IndexEntry] = []
     for server in sorted(cards):
         body = cards[server].body
@@ -177,5 +221,6 @@ def entries_from_cards(
             if (server, tool.name) in skip:
                 continue
             title = body.capability.summary.split(". ", 1)[0].rstrip(".")
-            entries.append(_entry(server, tool, server_text, title))
+            imitation = (server, tool.name) in imitating
+            entries.append(_entry(server, tool, server_text, title, imitation=imitation))
     return entries

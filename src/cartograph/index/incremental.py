@@ -45,7 +45,7 @@ from cartograph.index.corpus import (
     lexical_fields,
 )
 from cartograph.index.embedders.base import Embedder, Vectors
-from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards
+from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards, imitations
 from cartograph.index.snapshot import BaseSnapshot, SnapshotStore, snapshot_key
 from cartograph.index.vector_store import STORED_DTYPE, VectorStore, block_key, stored
 
@@ -119,13 +119,14 @@ def _plan(
     spans = base.columns.server_spans() if base is not None else {}
     builder = ColumnsBuilder(base.columns.vocabulary if base is not None else ())
     pieces: list[_Piece] = []
+    imitating = _imitations(cards, reusable, base)
     for server in sorted(cards):
         if base is not None and server in reusable:
             start, stop = spans[server]
             builder.add_copied(server, base.columns, start, stop)
             pieces.append((start, stop))
             continue
-        fresh = _fresh(cards, server, exclude, embedder, store)
+        fresh = _fresh(cards, server, exclude, embedder, store, imitating)
         builder.add_entries(server, [fresh.entries[i] for i in fresh.keep])
         if fresh.vectors is not None:
             fresh.entries = []  # only cards still to embed keep their entries
@@ -135,6 +136,28 @@ def _plan(
         "index build: %d of %d servers copied from the last snapshot", len(reusable), len(cards)
     )
     return builder.build(), pieces
+
+
+def _imitations(
+    cards: VerifiedCards, reusable: Iterable[str], base: BaseSnapshot | None
+) -> set[ToolKey]:
+    """Look-alike names across the whole federation (:func:`imitations`).
+
+    Servers copied from the last snapshot give their tool names from its
+    columns, so no card is parsed for this; the others from their cards.
+    """
+    keys: list[ToolKey] = []
+    copied = set(reusable) if base is not None else set()
+    if base is not None:
+        columns = base.columns
+        for row, name in enumerate(columns.tool_names):
+            server = columns.servers[int(columns.tool_server[row])]
+            if server in copied:
+                keys.append((server, name))
+    for server in cards:
+        if server not in copied:
+            keys.extend((server, tool.name) for tool in cards.read_intact(server).body.tools)
+    return imitations(keys)
 
 
 def _reusable(
@@ -167,6 +190,7 @@ def _fresh(
     exclude: frozenset[ToolKey],
     embedder: Embedder,
     store: VectorStore,
+    imitating: set[ToolKey],
 ) -> _Fresh:
     """One card read and checked (not kept parsed), and its stored vector block if any.
 
@@ -174,7 +198,7 @@ def _fresh(
     text), so it stays valid whatever is left out; the kept rows are taken
     from it.
     """
-    entries = entries_from_cards({server: cards.read_intact(server)})
+    entries = entries_from_cards({server: cards.read_intact(server)}, imitating=imitating)
     keep = [i for i, entry in enumerate(entries) if entry.key not in exclude]
     texts = [e.text for e in entries] + [e.name_text for e in entries]
     key = block_key(embedder.model_id, cards.digest(server), texts)

@@ -40,6 +40,7 @@ from cartograph.cards.generators.schema import (
 from cartograph.cards.generators.text import is_mixed_script, phrase, readable_words
 from cartograph.cards.model import Capability
 from cartograph.catalog.model import ServerDef, ToolDef
+from cartograph.names import invisible_characters
 
 TEMPLATE_GENERATOR: Final = "template"
 TEMPLATE_VERSION: Final = "3"
@@ -94,7 +95,10 @@ def publisher_texts(server: ServerDef) -> list[str]:
 
 
 def is_opaque(name: str) -> bool:
-    """A name with a word mixing scripts ("get_currеnt_time" with a Cyrillic е)."""
+    """A name that hides what it is: a word mixing scripts ("get_currеnt_time" with a
+    Cyrillic е), or characters a reader cannot see (a zero-width space, a bidi control)."""
+    if invisible_characters(name):
+        return True
     return any(is_mixed_script(word) for word in name.replace("-", "_").split("_"))
 
 
