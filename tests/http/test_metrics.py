@@ -68,7 +68,7 @@ async def test_metrics_count_calls_errors_latency_and_discover_per_catalog(serve
     for name, labels, delta in (
         ("cartograph_calls_total", {**call, "outcome": "ok"}, 1.0),
         ("cartograph_call_duration_seconds_count", call, 1.0),
-        ("cartograph_call_errors_total", {**call, "tool": "nope"}, 1.0),
+        ("cartograph_call_errors_total", {**call, "tool": "unknown"}, 1.0),
         ("cartograph_call_errors_total", call, 0.0),
         ("cartograph_discover_duration_seconds_count", {"catalog": "alpha"}, 1.0),
     ):
@@ -84,6 +84,29 @@ async def test_metrics_count_calls_errors_latency_and_discover_per_catalog(serve
     assert value(after, "cartograph_cards_verified", catalog="alpha") == 1.0
     assert value(after, "cartograph_tools_drifted", catalog="alpha") == 0.0
     assert value(after, "cartograph_tools_servable", catalog="alpha") >= 2.0
+
+
+@pytest.mark.promise("P-METRICS-1")
+async def test_attack_made_up_names_do_not_grow_the_scrape(served: str) -> None:
+    """Label values come from the federation's names: 200 invented ones add no series."""
+    async with mcp_client(f"{served}/mcp/alpha", token=TOKEN) as client:
+        await client.call_tool("alpha_call", {"server": "echo", "tool": "x", "arguments": {}})
+        await client.call_tool("alpha_call", {"server": "nowhere", "tool": "x", "arguments": {}})
+        _, warm = scrape(served, TOKEN)
+        for n in range(100):
+            invented = {"server": f"srv{n}", "tool": f"tool{n}", "arguments": {}}
+            assert (await client.call_tool("alpha_call", invented)).is_error
+            on_echo = {"server": "echo", "tool": f"tool{n}", "arguments": {}}
+            assert (await client.call_tool("alpha_call", on_echo)).is_error
+    _, after = scrape(served, TOKEN)
+    assert set(after) == set(warm)  # the same series, only their counts grew
+    servers = {dict(labels).get("server") for _, labels in after} - {None, ""}
+    tools = {dict(labels).get("tool") for _, labels in after} - {None, ""}
+    assert servers <= {"echo", "unknown"} and "srv7" not in servers
+    assert "tool7" not in tools and "unknown" in tools
+    unknown = {"catalog": "alpha", "proxy_tool": "call", "server": "unknown", "tool": "unknown"}
+    grown = value(after, "cartograph_call_errors_total", **unknown)
+    assert grown - value(warm, "cartograph_call_errors_total", **unknown) == 100.0
 
 
 @pytest.mark.promise("P-AUTH-5")

@@ -350,6 +350,12 @@ class ProxyHandlers(ContentHandlers):
         )
         return with_repairs(result, meta)
 
+    def _known_name(self, server: str, tool: str | None) -> bool:
+        """Whether the federation has ``server`` (and ``tool`` on it): a metrics label."""
+        if tool is None:
+            return server in self.runtime.cards
+        return self._known(server, tool)
+
     def _known(self, server: str, tool: str) -> bool:
         card = self.runtime.cards.get(server)
         return card is not None and card.body.tool(tool) is not None
@@ -375,6 +381,7 @@ class ProxyHandlers(ContentHandlers):
             outcome=_outcome(result),
             seconds=time.perf_counter() - started,
             abstained=bool(found.abstained) if found is not None else None,
+            known=self._known_name,
         )
 
     async def _learn(self, record: PendingRecord, result: CallToolResult, session: str) -> None:

@@ -17,12 +17,15 @@ valid one and shows only the catalogs that token reaches (P-AUTH-5).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Final, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from cartograph import error_codes as codes
+from cartograph.server.tools import PROXY_TOOLS
 
 
 class CatalogRuntime(Protocol):
@@ -56,6 +59,9 @@ LATENCY_BUCKETS: Final = (
 BREAKER_STATES: Final = {"closed": 0, "half-open": 1, "open": 2}
 NONE: Final = ""
 """Label value where a call named no upstream (discover, status, refusals before parsing)."""
+UNKNOWN: Final = "unknown"
+"""Label value for a name the federation does not have: callers cannot choose label values."""
+_OUTCOMES: Final = frozenset({"ok", "tool_error", "cancelled"})
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -102,16 +108,43 @@ def observe(
     outcome: str,
     seconds: float,
     abstained: bool | None = None,
+    known: Callable[[str, str | None], bool] | None = None,
 ) -> None:
-    """Count one answered proxy call (``abstained``: set for a ranked ``discover``)."""
-    labels = (catalog, proxy_tool, server or NONE, tool or NONE)
-    CALLS.labels(*labels, outcome).inc()
+    """Count one answered proxy call (``abstained``: set for a ranked ``discover``).
+
+    Every label value comes from a bounded set, so no caller can grow the
+    scrape: ``catalog`` from the config, ``proxy_tool`` from Cartograph's own
+    tools, ``outcome`` from the error registry, and ``server``/``tool`` only
+    when ``known(server, tool)`` (the federation has it; ``known(server,
+    None)``: the server alone) — any other name counts under ``unknown``.
+    """
+    server_label, tool_label = _upstream_labels(server, tool, known)
+    labels = (
+        catalog,
+        proxy_tool if proxy_tool in PROXY_TOOLS else UNKNOWN,
+        server_label,
+        tool_label,
+    )
+    bounded = outcome if outcome in _OUTCOMES or outcome in codes.REGISTRY else UNKNOWN
+    CALLS.labels(*labels, bounded).inc()
     if outcome != "ok":
         ERRORS.labels(*labels).inc()
     LATENCY.labels(*labels).observe(seconds)
     if abstained is not None:
         DISCOVER_LATENCY.labels(catalog).observe(seconds)
         DISCOVERS.labels(catalog, "true" if abstained else "false").inc()
+
+
+def _upstream_labels(
+    server: str | None, tool: str | None, known: Callable[[str, str | None], bool] | None
+) -> tuple[str, str]:
+    if not server:
+        return NONE, NONE if not tool else UNKNOWN
+    if known is None or not known(server, None):
+        return UNKNOWN, NONE if not tool else UNKNOWN
+    if not tool:
+        return server, NONE
+    return server, tool if known(server, tool) else UNKNOWN
 
 
 _RUNTIMES: weakref.WeakSet[CatalogRuntime] = weakref.WeakSet()
