@@ -197,3 +197,15 @@ def test_connect_with_json_reports_what_it_wrote_and_a_dry_run_its_diff(
         str(target),
     )
     assert done["removed_stale"] == [] and done["server_shape"] is None
+
+
+def test_flags_show_no_type_label_in_rich_help_and_valued_options_keep_theirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer import rich_utils
+
+    monkeypatch.setattr(rich_utils, "MAX_WIDTH", 200)  # one line per option
+    result = invoke(tmp_path, monkeypatch, "eval", "--help")
+    lines = {line.split()[1]: line for line in result.stdout.splitlines() if "│    --" in line}
+    assert "<bool>" not in result.stdout, result.stdout
+    assert "--no-raw" in lines and "<int>" in lines["--seed"]

@@ -13,7 +13,7 @@ import typer
 # base Context that TyperGroup.invoke takes.
 from typer._click.core import Context
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from cartograph import error_codes as codes
 from cartograph.cli.logs import (
@@ -122,6 +122,24 @@ def _print_usage_error(exc: UsageError, *, logs_json: bool, json_out: bool) -> N
         print_error_object(message, "usage")
     else:
         stderr.print(f"error (usage): {message}", highlight=False, markup=False)
+
+
+_typer_display_type = TyperOption.display_type_rich
+
+
+def _display_type(self: TyperOption, ctx: Context) -> str | None:
+    """The type label in rich help, none for a flag: ``--json`` takes no value.
+
+    Typer 0.29 labels every flag ``<bool>`` (``--no-raw <bool>``, even ``--help``),
+    which reads as if the flag wanted ``true``/``false``. There is no per-app hook
+    (Typer builds its options itself), so the one method is replaced here.
+    """
+    if self.is_flag or self.count:
+        return None
+    return _typer_display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _display_type  # type: ignore[method-assign]  # no Typer hook
 
 
 app = typer.Typer(
