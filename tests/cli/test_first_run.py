@@ -205,7 +205,23 @@ def test_flags_show_no_type_label_in_rich_help_and_valued_options_keep_theirs(
     from typer import rich_utils
 
     monkeypatch.setattr(rich_utils, "MAX_WIDTH", 200)  # one line per option
+    app_module = sys.modules["cartograph.cli.app"]  # the package's `app` is the Typer app
+    monkeypatch.setattr(app_module, "_stdout_is_terminal", lambda: True)  # rich help
     result = invoke(tmp_path, monkeypatch, "eval", "--help")
     lines = {line.split()[1]: line for line in result.stdout.splitlines() if "│    --" in line}
     assert "<bool>" not in result.stdout, result.stdout
     assert "--no-raw" in lines and "<int>" in lines["--seed"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("eval", "--help"), ("cards", "show", "--help"), (), ("cards",)],
+    ids=["command", "nested-command", "no-arguments", "group-without-command"],
+)
+def test_piped_help_starts_with_its_usage_line_and_pads_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    result = invoke(tmp_path, monkeypatch, *args)  # CliRunner's stdout is not a terminal
+    assert result.stdout.startswith("Usage: cartograph"), repr(result.stdout[:200])
+    assert all(line == line.rstrip() for line in result.stdout.splitlines())
+    assert result.exit_code == (0 if args[-1:] == ("--help",) else EXIT_USAGE)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn
 
 import typer
 
 # Typer vendors its own Click and re-exports neither UsageError, NoArgsIsHelpError nor the
 # base Context that TyperGroup.invoke takes.
-from typer._click.core import Context
+from typer._click.core import Command, Context
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
-from typer.core import TyperGroup, TyperOption
+from typer.core import DEFAULT_MARKUP_MODE, MarkupMode, TyperCommand, TyperGroup, TyperOption
 
 from cartograph import error_codes as codes
 from cartograph.cli.logs import (
@@ -84,6 +85,16 @@ class CartographGroup(TyperGroup):
     value of the wrong type) are cut to one line here too, instead of a boxed panel.
     """
 
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: Context | None = None, **extra: Any
+    ) -> Context:
+        # Here, not at import: an in-process run swaps sys.stdout just before this.
+        _help_style(self, DEFAULT_MARKUP_MODE if _stdout_is_terminal() else None)
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except NoArgsIsHelpError as exc:
+            _no_args_help(exc)
+
     def invoke(self, ctx: Context) -> Any:
         json_out = _asked_for_json(ctx.args)  # read before super() consumes the arguments
         try:
@@ -100,9 +111,35 @@ class CartographGroup(TyperGroup):
             raise typer.Exit(exit_code_for(exc)) from None
         except UsageError as exc:
             if isinstance(exc, NoArgsIsHelpError):
-                raise
+                _no_args_help(exc)
             _print_usage_error(exc, logs_json=logs_json(ctx.meta), json_out=json_out)
             raise typer.Exit(EXIT_USAGE) from None
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError, OSError):  # replaced or closed
+        return False
+
+
+def _help_style(command: Command, mode: MarkupMode) -> None:
+    """Rich help (boxes, padded to the width) on a terminal; Click's plain help when piped.
+
+    Rich help opens with a blank padding line and pads every line with spaces, so
+    ``cartograph --help | head`` started with blank lines; plain help starts at ``Usage:``.
+    """
+    if isinstance(command, TyperCommand | TyperGroup):
+        command.rich_markup_mode = mode
+    for sub in getattr(command, "commands", {}).values():
+        _help_style(sub, mode)
+
+
+def _no_args_help(exc: NoArgsIsHelpError) -> NoReturn:
+    """A group run without a command: its help (rich help printed itself already), exit 2."""
+    if exc.message.strip():  # plain help comes back as the message; Typer would drop it
+        typer.echo(exc.message)
+    raise typer.Exit(EXIT_USAGE)
 
 
 def _asked_for_json(args: Sequence[str]) -> bool:
