@@ -225,3 +225,22 @@ def test_piped_help_starts_with_its_usage_line_and_pads_nothing(
     assert result.stdout.startswith("Usage: cartograph"), repr(result.stdout[:200])
     assert all(line == line.rstrip() for line in result.stdout.splitlines())
     assert result.exit_code == (0 if args[-1:] == ("--help",) else EXIT_USAGE)
+
+
+def test_doctor_names_the_client_file_of_each_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "cartograph.toml"
+    config.write_text(POLICY)
+    files = [tmp_path / "project" / ".mcp.json", tmp_path / "user" / ".claude.json"]
+    for target in files:  # claude-code connected twice: a project file and the user file
+        target.parent.mkdir()
+        args = ["connect", "--client", "claude-code", "--config", str(config)]
+        assert invoke(tmp_path, monkeypatch, *args, "--target", str(target)).exit_code == 0
+    found = json.loads(invoke(tmp_path, monkeypatch, "doctor", "--json").stdout)
+    assert sorted((f["client"], f["file"]) for f in found) == [
+        ("claude-code", str(files[0])),
+        ("claude-code", str(files[1])),
+    ]
+    table = invoke(tmp_path, monkeypatch, "doctor").stdout
+    assert str(files[0]) in table and str(files[1]) in table

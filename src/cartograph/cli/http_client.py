@@ -252,6 +252,7 @@ def connection_edit(connection: Connection) -> tuple[str, str, list[str]]:
 @dataclass(frozen=True)
 class Finding:
     client: str
+    file: str  # which client file: two connections of one client (project, user) differ here
     entry: str
     problem: str  # ok | missing | stale | orphan | invalid | unreadable
     detail: str
@@ -265,7 +266,7 @@ def doctor_findings(connection: Connection) -> list[Finding]:
     client = connection.client
 
     def finding(entry: str, problem: str, detail: str) -> Finding:
-        return Finding(client, entry, problem, detail)
+        return Finding(client, str(path), entry, problem, detail)
 
     try:
         present = read_servers(client, path) if path.exists() else {}
@@ -347,8 +348,8 @@ def doctor(
     else:
         print_table(
             f"client entries ({len(record.connections)} client files)",
-            ("client", "entry", "state", "detail"),
-            [(f.client, f.entry, f.problem, f.detail) for f in findings],
+            ("client", "file", "entry", "state", "detail"),
+            [(f.client, f.file, f.entry, f.problem, f.detail) for f in findings],
         )
     if any(f.problem != "ok" for f in findings):
         raise typer.Exit(EXIT_CHECK_FAILED)
