@@ -7,6 +7,7 @@ rich markup).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,8 @@ def test_a_bad_config_prints_one_line_naming_file_and_key_and_exits_3(
     config = tmp_path / "cartograph.toml"
     config.write_text(text)
     monkeypatch.delenv("CARTOGRAPH_TEST_UNSET", raising=False)
-    monkeypatch.setattr("sys.argv", ["cartograph", "servers", "--config", str(config), "--json"])
+    # Without --json: that makes the line a JSON object (test_json_errors_carry_the_same_code).
+    monkeypatch.setattr("sys.argv", ["cartograph", "servers", "--config", str(config)])
     with pytest.raises(SystemExit) as exited:
         main()
     captured = capsys.readouterr()
@@ -98,3 +100,23 @@ def test_a_bad_config_prints_one_line_naming_file_and_key_and_exits_3(
     assert str(tmp_path) in lines[0]
     for fragment in fragments:
         assert fragment in lines[0]
+
+
+@pytest.mark.parametrize(("text", "code"), [c[1:3] for c in CASES], ids=[c[0] for c in CASES])
+def test_json_errors_carry_the_same_code(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    code: str,
+) -> None:
+    config = tmp_path / "cartograph.toml"
+    config.write_text(text)
+    monkeypatch.delenv("CARTOGRAPH_TEST_UNSET", raising=False)
+    monkeypatch.setattr("sys.argv", ["cartograph", "servers", "--config", str(config), "--json"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    captured = capsys.readouterr()
+    assert exited.value.code == EXIT_CONFIG
+    (line,) = captured.err.strip().splitlines()
+    assert json.loads(line)["code"] == code
