@@ -244,3 +244,34 @@ def test_doctor_names_the_client_file_of_each_entry(
     ]
     table = invoke(tmp_path, monkeypatch, "doctor").stdout
     assert str(files[0]) in table and str(files[1]) in table
+
+
+def test_adopt_takes_the_comments_of_each_server_it_moves_out_of_the_client_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / ".cursor" / "mcp.json"
+    target.parent.mkdir()
+    calc = f'{{"command": {json.dumps(sys.executable)}, "args": [{json.dumps(str(SCRIPTABLE))}]}}'
+    target.write_text(
+        '{\n  // my servers\n  "mcpServers": {\n'
+        f'    // calc: the calculator\n    "calc": {calc}, // added in May\n'
+        f'    "memory": {calc} // the last one\n  }}\n}}\n'
+    )
+    config = tmp_path / "cartograph.toml"
+    config.write_text('state_dir = "state"\n')
+    args = ["connect", "--client", "cursor", "--config", str(config), "--adopt"]
+    result = invoke(tmp_path, monkeypatch, *args)
+    assert result.exit_code == 0, result.output
+    text = target.read_text()
+    assert "// my servers" in text  # the file's own comment stays
+    for moved in ("calc: the calculator", "added in May", "the last one"):
+        assert moved not in text, text
+
+
+def test_removing_an_entry_keeps_a_block_comment_that_does_not_close_on_its_line() -> None:
+    from cartograph.config import jsonc
+
+    text = '{\n  "s": {\n    "a": 1, /* about\n    b */\n    "b": 2\n  }\n}\n'
+    removed = jsonc.remove_entry(text, "s", "a")
+    assert jsonc.loads(removed, where="t") == {"s": {"b": 2}}
+    assert "/* about" in removed

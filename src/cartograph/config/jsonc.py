@@ -5,7 +5,9 @@ the same length, newlines kept, so the plain JSON parser runs on text whose
 every offset, line and column is the original's (errors point at the real
 line). Editing: the same blanked text gives the exact spans of the members
 of an object; an entry is replaced, added or removed by splicing those spans
-in the original text, so every comment and every other byte stays as written.
+in the original text, so every comment and every other byte stays as written
+(a removed entry takes along only its own comments: the whole-comment lines
+right above it and a comment after it on its last line).
 """
 
 from __future__ import annotations
@@ -150,6 +152,10 @@ def _insert(
         comma = _skip_ws(blanked, last)
         if blanked[comma] == ",":  # a trailing comma (JSONC): keep the file's style
             return text[: comma + 1] + f"\n{indent}{member}," + text[comma + 1 :]
+        eol = text.find("\n", last)
+        eol = len(text) if eol < 0 else eol
+        if _whole_comment(text[last:eol].strip()):  # the last member's comment stays with it
+            return text[:last] + "," + text[last:eol] + f"\n{indent}{member}" + text[eol:]
         return text[:last] + f",\n{indent}{member}" + text[last:]
     head = blanked.rfind("{", 0, close) + 1
     outer = indent[:-2]
@@ -179,7 +185,7 @@ def remove_entry(text: str, container: str, name: str) -> str:
     if index is None:
         return text
     target = inner[index]
-    start = _line_start(text, target.start)
+    start = _comments_above(text, _line_start(text, target.start))
     after = _skip_ws(text, target.end)  # the raw text: a trailing comma is blanked
     if after < len(text) and text[after] == ",":  # its own comma goes with it
         return text[:start] + text[_line_end(text, after + 1) :]
@@ -191,10 +197,29 @@ def remove_entry(text: str, container: str, name: str) -> str:
 
 
 def _line_end(text: str, offset: int) -> int:
-    """Past the newline when only whitespace follows ``offset`` on its line, else ``offset``."""
+    """Past the newline when only whitespace, or a comment about the removed member, follows
+    ``offset`` on its line; else ``offset``."""
     end = text.find("\n", offset)
     end = len(text) if end < 0 else end
-    return end + 1 if text[offset:end].strip() == "" and end < len(text) else offset
+    rest = text[offset:end].strip()
+    return end + 1 if (rest == "" or _whole_comment(rest)) and end < len(text) else offset
+
+
+def _comments_above(text: str, start: int) -> int:
+    """``start`` moved up over the comment lines right above it (they describe that member)."""
+    while start > 0:
+        above = text.rfind("\n", 0, start - 1) + 1
+        if not _whole_comment(text[above : start - 1].strip()):
+            return start
+        start = above
+    return start
+
+
+def _whole_comment(line: str) -> bool:
+    """One comment and nothing else (a block comment only when it closes on the line)."""
+    if line.startswith("//"):
+        return True
+    return line.startswith("/*") and line.endswith("*/") and "*/" not in line[2:-2]
 
 
 def _line_start(text: str, offset: int) -> int:
