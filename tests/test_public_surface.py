@@ -16,6 +16,7 @@ import pytest
 import cartograph
 
 EXPORTS: dict[str, list[str]] = {
+    "cartograph.calls": ["validate_arguments"],
     "cartograph.cards": [
         "Capability",
         "Card",
@@ -38,7 +39,7 @@ EXPORTS: dict[str, list[str]] = {
     ],
     "cartograph.demo": ["FederationView", "run_demo"],
     "cartograph.eval": ["EvalReport", "evaluate"],
-    "cartograph.gateway": ["AuditLog", "Gateway", "Redactor", "validate_arguments"],
+    "cartograph.gateway": ["AuditLog", "Gateway", "Redactor"],
     "cartograph.index": ["DiscoverResult", "Embedder", "ToolIndex", "discover", "get_embedder"],
     "cartograph.learning": [
         "CatalogLearning",

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from cartograph.calls.arguments import repair_meta_call, validate_arguments
 from cartograph.errors import ArgumentError
-from cartograph.gateway.arguments import repair_meta_call, validate_arguments
 
 KNOWN = {("github", "search_repos"), ("fs", "read_file")}
 

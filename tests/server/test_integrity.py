@@ -48,7 +48,7 @@ async def test_each_tool_schema_is_compiled_once_and_reused(
     import cartograph.server.runtime as runtime_module
 
     compiled: list[str] = []
-    from cartograph.gateway.arguments import compile_validator as real
+    from cartograph.calls.arguments import compile_validator as real
 
     def counting(schema: object) -> object:
         compiled.append(str(schema))

@@ -32,6 +32,7 @@ from mcp.types import (
 )
 
 from cartograph import error_codes as codes
+from cartograph.calls.arguments import repair_meta_call
 from cartograph.config.model import CatalogPolicy
 from cartograph.errors import (
     ArgumentError,
@@ -40,7 +41,6 @@ from cartograph.errors import (
     PolicyError,
     UnknownToolError,
 )
-from cartograph.gateway.arguments import repair_meta_call
 from cartograph.gateway.audit import (
     AuditSink,
     write_record,

@@ -11,7 +11,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from cartograph.gateway.arguments import MetaCall
+from cartograph.calls.arguments import MetaCall
 from cartograph.index.discover import DiscoverResult
 
 

@@ -28,6 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CallToolResult
 
 from cartograph import error_codes as codes
+from cartograph.calls.arguments import SchemaValidator, compile_validator, validate_arguments
 from cartograph.cards.drift import DriftReport, DriftView, check_drift, check_server_drift
 from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
@@ -40,7 +41,6 @@ from cartograph.errors import (
     UpstreamError,
     UsageLogError,
 )
-from cartograph.gateway.arguments import SchemaValidator, compile_validator, validate_arguments
 from cartograph.gateway.audit import AuditSink, Redactor
 from cartograph.gateway.gateway import Gateway
 from cartograph.gateway.pool import Opener, Upstream, default_opener, partition_key
