@@ -135,6 +135,9 @@ CONFIG_UNKNOWN_VARIABLE: Final = _code(
 CONFIG_INPUT_VARIABLE: Final = _code(
     "config_input_variable", "a VS Code ${input:id}, which only VS Code can prompt for"
 )
+CONFIG_ENV_FILE: Final = _code(
+    "config_env_file", "a client entry's envFile cannot be read or has a line that is not KEY=VALUE"
+)
 CONFIG_INVALID: Final = _code("config_invalid", "a value of the wrong type or range")
 DUPLICATE_PRINCIPAL: Final = _code(
     "duplicate_principal", "two [[http.tokens]] entries name one principal"

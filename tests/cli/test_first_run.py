@@ -275,3 +275,51 @@ def test_removing_an_entry_keeps_a_block_comment_that_does_not_close_on_its_line
     removed = jsonc.remove_entry(text, "s", "a")
     assert jsonc.loads(removed, where="t") == {"s": {"b": 2}}
     assert "/* about" in removed
+
+
+def vscode_project(tmp_path: Path, env_file: str) -> Path:
+    """A VS Code ``.vscode/mcp.json`` whose ``calc`` reads ``env_file``; the config imports it."""
+    vscode = tmp_path / ".vscode"
+    vscode.mkdir()
+    entry = {"command": sys.executable, "args": [str(SCRIPTABLE)], "envFile": env_file}
+    (vscode / "mcp.json").write_text(json.dumps({"servers": {"calc": entry}}))
+    config = tmp_path / "cartograph.toml"
+    config.write_text('state_dir = "state"\nmcp_json = ".vscode/mcp.json"\n')
+    return config
+
+
+def test_a_vscode_env_file_reaches_the_imported_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".env").write_text("# tools\nexport SCRIPTABLE_EXTRA_TOOL='from-env-file'\n")
+    config = vscode_project(tmp_path, "${workspaceFolder}/.env")
+    result = invoke(tmp_path, monkeypatch, "tools", "--config", str(config), "--json")
+    assert result.exit_code == 0, result.output
+    assert "from-env-file" in {t["name"] for t in json.loads(result.stdout)}
+
+
+def test_a_missing_env_file_is_a_coded_error_naming_the_server_and_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = vscode_project(tmp_path, "${workspaceFolder}/missing.env")
+    error = cli_error(invoke(tmp_path, monkeypatch, "servers", "--config", str(config)))
+    assert error is not None
+    assert error.code == "config_env_file"
+    assert "'calc'" in error.message and str(tmp_path / "missing.env") in error.message
+
+
+def test_adopt_keeps_a_relative_env_file_pointing_at_the_client_files_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / ".cursor" / "mcp.json"
+    target.parent.mkdir()
+    (target.parent / "calc.env").write_text("SCRIPTABLE_EXTRA_TOOL=from-env-file\n")
+    entry = {"command": sys.executable, "args": [str(SCRIPTABLE)], "envFile": "calc.env"}
+    target.write_text(json.dumps({"mcpServers": {"calc": entry}}))
+    config = tmp_path / "cartograph.toml"
+    config.write_text('state_dir = "state"\n')
+    args = ["connect", "--client", "cursor", "--config", str(config), "--adopt"]
+    assert invoke(tmp_path, monkeypatch, *args).exit_code == 0
+    result = invoke(tmp_path, monkeypatch, "tools", "--config", str(config), "--json")
+    assert result.exit_code == 0, result.output
+    assert "from-env-file" in {t["name"] for t in json.loads(result.stdout)}

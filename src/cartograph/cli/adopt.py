@@ -12,6 +12,7 @@ the diff of both files and writes nothing.
 Folder variables (``${workspaceFolder}``, ``${userHome}``) are resolved for
 the client file they came from, and ``${env:VAR}`` becomes ``${VAR}``; a VS
 Code ``${input:id}`` cannot move (nobody would be prompted) and is refused.
+A relative ``envFile`` is made absolute, as it was relative to the client file.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def write_config(config_path: Path, adoption: Adoption) -> None:
 def adoption_toml(servers: dict[str, Any], client_file: Path) -> str:
     """``[mcpServers.NAME]`` tables for ``servers``, variables made portable."""
     from cartograph.config.expand import Folders
+    from cartograph.config.mcp_json import ENV_FILE
 
     folders = Folders.for_file(client_file).predefined()
     blocks = [f"\n# adopted from {client_file}\n"] if servers else []
@@ -84,7 +86,10 @@ def adoption_toml(servers: dict[str, Any], client_file: Path) -> str:
             raise ConfigError(f"{where}: an entry must be an object", code=codes.ADOPT_BAD_ENTRY)
         lines = [f"[mcpServers.{json.dumps(name)}]"]
         for key, value in body.items():
-            lines.append(f"{json.dumps(key)} = {_toml(_portable(value, folders, where))}")
+            value = _portable(value, folders, where)
+            if key == ENV_FILE and isinstance(value, str):
+                value = _anchored(value, client_file.parent)
+            lines.append(f"{json.dumps(key)} = {_toml(value)}")
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
 
@@ -104,6 +109,13 @@ def _portable(value: Any, folders: dict[str, str], where: str) -> Any:
     if isinstance(value, dict):
         return {k: _portable(v, folders, where) for k, v in value.items()}
     return value
+
+
+def _anchored(path: str, folder: Path) -> str:
+    """A relative ``envFile``, made absolute: it was relative to the client file's folder."""
+    if path.startswith(("$", "~")) or Path(path).is_absolute():
+        return path
+    return str(folder / path)
 
 
 def _toml(value: Any) -> str:

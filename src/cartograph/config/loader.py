@@ -23,8 +23,10 @@ from pydantic import BaseModel, ValidationError
 
 from cartograph import error_codes as codes
 from cartograph.config._files import read_bounded
+from cartograph.config.dotenv import read_env_file
 from cartograph.config.expand import Folders, expand
 from cartograph.config.mcp_json import (
+    ENV_FILE,
     is_cartograph_entry,
     read_mcp_json,
     server_mapping,
@@ -199,6 +201,7 @@ def _check_server_names(entries: list[_Entry]) -> None:
 
 def _server(entry: _Entry, defaults: dict[str, Any], environ: Mapping[str, str]) -> ServerConfig:
     body = {**defaults, **entry.body}
+    env_file = body.pop(ENV_FILE, None) if entry.origin != "servers" else None
     for key in body:
         if key not in _SERVER_KEYS:
             raise ConfigError(
@@ -209,11 +212,24 @@ def _server(entry: _Entry, defaults: dict[str, Any], environ: Mapping[str, str])
                 key=key,
             )
     body = _expand_server(body, entry, environ)
+    if isinstance(env_file, str):
+        body["env"] = _with_env_file(body.get("env"), env_file, entry, environ)
     # The model infers the same; the path resolution below needs to know it first.
     body.setdefault("transport", infer_transport(body.get("command"), body.get("url")))
     body = _server_paths(body, entry.file.parent, entry)
     data = {**body, "name": entry.name}
     return _validate(ServerConfig, data, where=entry.where, file=str(entry.file))
+
+
+def _with_env_file(env: Any, env_file: str, entry: _Entry, environ: Mapping[str, str]) -> Any:
+    """``env`` over the variables of a client entry's ``envFile`` (``env`` wins, as in VS Code)."""
+    where = f"{entry.where}: key 'envFile'"
+    folders = Folders.for_file(entry.file)
+    path = _path(expand(env_file, environ, where=where, folders=folders), entry.file.parent)
+    from_file = read_env_file(path, where=entry.where)
+    if env is None:
+        return from_file
+    return {**from_file, **env} if isinstance(env, dict) else env  # not a table: the model says so
 
 
 def _expand_server(

@@ -4,7 +4,8 @@ Claude Desktop, Cursor and Claude Code write ``{"mcpServers": {name: {...}}}``;
 VS Code writes ``{"servers": {...}}``. Each entry is ``command``/``args``/
 ``env``/``cwd`` for stdio or ``url``/``type``/``headers`` for streamable HTTP
 and SSE, plus ``disabled`` and ``disabledTools`` (which become deny rules:
-a tool the client had disabled is neither served nor callable). Files are
+a tool the client had disabled is neither served nor callable) and VS Code's
+``envFile`` (the loader reads it into ``env``). Files are
 read as JSONC (VS Code's and Cursor's files may hold comments and trailing
 commas). This module turns one entry into Cartograph's native server keys;
 the loader validates the result like any other server. An entry that runs
@@ -25,6 +26,8 @@ from cartograph.config._files import read_bounded
 from cartograph.errors import ConfigError
 
 MAX_MCP_JSON_BYTES: Final = 1024 * 1024
+ENV_FILE: Final = "envFile"
+"""The one client key kept as is in a translated entry: the loader reads the file it names."""
 
 # Keys that carry meaning for Cartograph.
 _MAPPED: Final = frozenset(
@@ -39,11 +42,12 @@ _MAPPED: Final = frozenset(
         "headers",
         "disabled",
         "disabledTools",
+        "envFile",
     }
 )
 # Client-specific keys with no meaning for a proxy (approval lists, UI hints): accepted, ignored.
 _IGNORED: Final = frozenset(
-    {"autoApprove", "alwaysAllow", "timeout", "description", "gallery", "version", "envFile"}
+    {"autoApprove", "alwaysAllow", "timeout", "description", "gallery", "version"}
 )
 _TYPES: Final[Mapping[str, str]] = {
     "stdio": "stdio",
@@ -153,6 +157,14 @@ def to_native(entry: Any, *, where: str) -> dict[str, Any]:
         native["enabled"] = not disabled
     if "disabledTools" in entry:
         native["disabled_tools"] = _tool_list(entry["disabledTools"], where=where)
+    if "envFile" in entry:
+        if not isinstance(entry["envFile"], str) or not entry["envFile"]:
+            raise ConfigError(
+                f"{where}: key 'envFile': must be a file path",
+                code=codes.CONFIG_INVALID,
+                key="envFile",
+            )
+        native[ENV_FILE] = entry["envFile"]  # read by the loader, after expansion
     return native
 
 
