@@ -386,6 +386,13 @@ RESOURCES_OFF: Final = _code(
     "resources_off", "the catalog does not pass upstream resources through"
 )
 PROMPTS_OFF: Final = _code("prompts_off", "the catalog does not pass upstream prompts through")
+RESOURCE_URI_AMBIGUOUS: Final = _code(
+    "resource_uri_ambiguous",
+    "a resource URI spelling upstreams read differently (encoded /, \\ or %, control chars)",
+)
+PROMPT_NAME_AMBIGUOUS: Final = _code(
+    "prompt_name_ambiguous", "a prompt name with control or format characters, or not in NFC"
+)
 CATALOG_FORBIDDEN: Final = _code("catalog_forbidden", "the principal may not use that catalog")
 CATALOG_REQUIRED: Final = _code("catalog_required", "the request must name a catalog")
 BAD_TOKEN: Final = _code("bad_token", "the bearer token is not valid here")

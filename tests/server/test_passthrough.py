@@ -344,7 +344,10 @@ async def test_a_python_sdk_upstream_announces_new_resources_in_either_era(
         uris = {r.uri for r in handlers.list_resources()}
         assert "cartograph://default/content/mem://small" in uris
         templates = {t.uri_template for t in handlers.list_resource_templates()}
-        assert templates == {"cartograph://default/content/mem://echo/{text}"}
+        assert templates == {
+            "cartograph://default/content/mem://echo/{text}",
+            "cartograph://default/content/mem://files/{+path}",
+        }
         echoed = await handlers.read_resource(
             "cartograph://default/content/mem://echo/hi", principal=None
         )

@@ -7,17 +7,21 @@ speaks 2026-07-28 too, so it announces a new resource on a
 ``greet``'s ``name`` and ``mem://echo/{text}``'s ``text`` (``completion/complete``), and
 takes ``resources/subscribe``/``unsubscribe`` (handshake era): its ``touch_small`` tool
 sends ``notifications/resources/updated`` for ``mem://small`` while it is subscribed.
+``mem://files/{+path}`` is a naive file store, the kind of upstream a deny glob must
+hold against: it percent-decodes the path (as the SDK does) and resolves ``..`` in it
+(as a file system would), so ``mem://files/public%2F..%2Fsecret%2Fkey`` is the secret.
 Run: ``python tests/servers/content.py``.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 from typing import Any
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.resources import TextResource
+from mcp.server.mcpserver.resources import ResourceSecurity, TextResource
 from mcp.types import (
     Completion,
     CompletionArgument,
@@ -45,6 +49,19 @@ def big() -> str:
 @server.resource("mem://echo/{text}", name="echo", mime_type="text/plain")
 def echo(text: str) -> str:
     return f"echo: {text}"
+
+
+FILES = {"public/readme": "a public file", "secret/key": "SECRET-CANARY-5d41402a"}
+
+
+@server.resource(
+    "mem://files/{+path}",
+    name="files",
+    mime_type="text/plain",
+    security=ResourceSecurity(exempt_params={"path"}),  # naive on purpose: resolves ..
+)
+def files(path: str) -> str:
+    return FILES[posixpath.normpath(path)]
 
 
 @server.prompt(name="greet", description="Greet someone.")

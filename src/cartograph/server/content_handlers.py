@@ -32,6 +32,7 @@ from cartograph.config.model import CatalogPolicy
 from cartograph.errors import CartographError, PolicyError, UnknownToolError
 from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now, write_record
 from cartograph.server.call_context import Authorize, current_client
+from cartograph.server.content_names import canonical_prompt, canonical_server, canonical_uri
 from cartograph.server.passthrough import (
     ChangeListener,
     UpdateListener,
@@ -93,33 +94,38 @@ class ContentHandlers:
         )
 
         async def run() -> None:
-            parts = split_resource_uri(uri)
-            if parts is not None and parts[0] == self.catalog:
-                record.server, record.tool = parts[1], audit_uri(parts[2])
-            server, upstream = self._resource_target(uri)
+            server, upstream = self._resource_target(uri, record)
             await send(server, upstream, principal=principal, client=client)
 
         await self._content_request(record, principal, run)
 
-    def _passes(self, kind: str, server: str, name: str) -> bool:
-        return kind in self.policy.passthrough and policy_allows(self.policy, server, name)
+    def _listed(self, kind: str, server: str, name: str) -> str | None:
+        """The canonical spelling ``name`` is listed under, or None: not listed (P-URI-1).
+
+        A name with no canonical spelling could not be read, so it is not offered.
+        """
+        if kind not in self.policy.passthrough:
+            return None
+        try:
+            canonical = canonical_uri(name) if kind == "resources" else canonical_prompt(name)
+        except PolicyError:
+            return None
+        return canonical if policy_allows(self.policy, server, canonical) else None
 
     def list_resources(self) -> list[Resource]:
         return [
-            r.model_copy(update={"uri": resource_uri(self.catalog, server, r.uri)})
+            r.model_copy(update={"uri": resource_uri(self.catalog, server, uri)})
             for server, listing in self.runtime.content_listings()
             for r in listing.resources
-            if self._passes("resources", server, r.uri)
+            if (uri := self._listed("resources", server, r.uri)) is not None
         ]
 
     def list_resource_templates(self) -> list[ResourceTemplate]:
         return [
-            t.model_copy(
-                update={"uri_template": resource_uri(self.catalog, server, t.uri_template)}
-            )
+            t.model_copy(update={"uri_template": resource_uri(self.catalog, server, uri)})
             for server, listing in self.runtime.content_listings()
             for t in listing.templates
-            if self._passes("resources", server, t.uri_template)
+            if (uri := self._listed("resources", server, t.uri_template)) is not None
         ]
 
     def list_prompts(self) -> list[Prompt]:
@@ -127,7 +133,7 @@ class ContentHandlers:
             p.model_copy(update={"name": prompt_name(server, p.name, self.tool_prefix)})
             for server, listing in self.runtime.content_listings()
             for p in listing.prompts
-            if self._passes("prompts", server, p.name)
+            if self._listed("prompts", server, p.name) is not None
         ]
 
     async def read_resource(
@@ -138,8 +144,7 @@ class ContentHandlers:
         client = client if client is not None else current_client()
 
         async def read() -> ReadResourceResult:
-            server, upstream = self._resource_target(uri)
-            record.server, record.tool = server, audit_uri(upstream)
+            server, upstream = self._resource_target(uri, record)
             result = await self.runtime.read_resource(
                 server, upstream, principal=principal, client=client
             )
@@ -151,7 +156,9 @@ class ContentHandlers:
 
         return await self._content_request(record, principal, read)
 
-    def _resource_target(self, uri: str) -> tuple[str, str]:
+    def _resource_target(self, uri: str, record: PendingRecord) -> tuple[str, str]:
+        """``(server, canonical upstream URI)``: what policy judges, the record names and
+        the upstream is sent (P-URI-1); an ambiguous spelling is recorded as it came."""
         parts = split_resource_uri(uri)
         if parts is None or parts[0] != self.catalog:
             raise UnknownToolError(
@@ -160,8 +167,8 @@ class ContentHandlers:
                 code=codes.UNKNOWN_RESOURCE,
             )
         _catalog, server, upstream = parts
-        self._check_passes("resources", server, upstream)
-        return server, upstream
+        record.server, record.tool = server, audit_uri(upstream)
+        return server, self._judged("resources", server, upstream, record)
 
     async def get_prompt(
         self,
@@ -176,16 +183,7 @@ class ContentHandlers:
         client = client if client is not None else current_client()
 
         async def get() -> GetPromptResult:
-            parts = split_prompt_name(name, self.tool_prefix)
-            if parts is None:
-                raise UnknownToolError(
-                    f"no prompt {name!r} in catalog {self.catalog!r}; prompts are named "
-                    f"{self.tool_prefix or ''}<server>/<prompt> (see prompts/list)",
-                    code=codes.UNKNOWN_PROMPT,
-                )
-            server, prompt = parts
-            record.server, record.tool = server, prompt
-            self._check_passes("prompts", server, prompt)
+            server, prompt = self._prompt_target(name, record)
             return await self.runtime.get_prompt(
                 server, prompt, arguments, principal=principal, client=client
             )
@@ -229,29 +227,38 @@ class ContentHandlers:
     ) -> tuple[str, CompletionRef]:
         """``(server, the upstream's own reference)``; the record names it before policy runs."""
         if isinstance(ref, ResourceTemplateReference):
-            parts = split_resource_uri(ref.uri)
-            if parts is not None and parts[0] == self.catalog:
-                record.server, record.tool = parts[1], audit_uri(parts[2])
-            server, upstream = self._resource_target(ref.uri)
+            server, upstream = self._resource_target(ref.uri, record)
             return server, ResourceTemplateReference(uri=upstream)
-        found = split_prompt_name(ref.name, self.tool_prefix)
-        if found is None:
+        server, prompt = self._prompt_target(ref.name, record)
+        return server, PromptReference(name=prompt)
+
+    def _prompt_target(self, name: str, record: PendingRecord) -> tuple[str, str]:
+        """``(server, upstream prompt name)``, judged as spelt; an ambiguous name is refused."""
+        parts = split_prompt_name(name, self.tool_prefix)
+        if parts is None:
             raise UnknownToolError(
-                f"no prompt {ref.name!r} in catalog {self.catalog!r}; prompts are named "
+                f"no prompt {name!r} in catalog {self.catalog!r}; prompts are named "
                 f"{self.tool_prefix or ''}<server>/<prompt> (see prompts/list)",
                 code=codes.UNKNOWN_PROMPT,
             )
-        server, prompt = record.server, record.tool = found
-        self._check_passes("prompts", server, prompt)
-        return server, PromptReference(name=prompt)
+        server, prompt = record.server, record.tool = parts
+        return server, self._judged("prompts", server, prompt, record)
 
-    def _check_passes(self, kind: str, server: str, name: str) -> None:
+    def _judged(self, kind: str, server: str, name: str, record: PendingRecord) -> str:
+        """The one spelling of ``name`` that policy judged, the record names and the
+        upstream gets (P-URI-1); raises when passthrough, the spelling or allow/deny refuse."""
         if kind not in self.policy.passthrough:
             raise PolicyError(
                 f"catalog {self.catalog!r} does not pass upstream {kind} through "
                 f'(catalogs[name="{self.catalog}"].policy.passthrough)',
                 code=codes.RESOURCES_OFF if kind == "resources" else codes.PROMPTS_OFF,
             )
+        if kind == "resources":
+            canonical_server(server)
+            name = canonical_uri(name)
+            record.tool = audit_uri(name)
+        else:
+            canonical_prompt(f"{server}/{name}")
         if not policy_allows(self.policy, server, name):
             raise PolicyError(
                 f"{server}/{name} is not allowed in catalog {self.catalog!r} "
@@ -259,6 +266,7 @@ class ContentHandlers:
                 code=codes.RESOURCE_DENIED if kind == "resources" else codes.PROMPT_DENIED,
                 server=server,
             )
+        return name
 
     async def _content_request(
         self, record: PendingRecord, principal: str | None, run: Callable[[], Awaitable[_R]]

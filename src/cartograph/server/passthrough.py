@@ -25,8 +25,9 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 from urllib.parse import quote, unquote
 
-from cartograph.errors import CartographError
+from cartograph.errors import CartographError, PolicyError
 from cartograph.gateway.pool import Upstream
+from cartograph.server.content_names import canonical_server, canonical_uri
 from cartograph.server.refresher import CoalescingRefresher
 from cartograph.upstream.content import ContentKind, ContentListing
 
@@ -57,6 +58,22 @@ def split_resource_uri(uri: str) -> tuple[str, str, str] | None:
     if not catalog or not server or not upstream:
         return None
     return catalog, unquote(server), upstream
+
+
+def canonical_resource_uri(uri: str) -> str:
+    """The canonical spelling of a client-side URI (P-URI-1); ``uri`` itself if it has none.
+
+    What a subscription is remembered under, so that the update, which arrives
+    under the canonical spelling, finds the client that subscribed in another.
+    """
+    parts = split_resource_uri(uri)
+    if parts is None:
+        return uri
+    catalog, server, upstream = parts
+    try:
+        return resource_uri(catalog, canonical_server(server), canonical_uri(upstream))
+    except PolicyError:
+        return uri
 
 
 def prompt_name(server: str, name: str, prefix: str | None = None) -> str:
@@ -158,7 +175,7 @@ class CatalogContent:
             await self._tell(kind)
 
     async def _updated(self, server: str, uri: str) -> None:
-        namespaced = resource_uri(self.catalog, server, uri)
+        namespaced = canonical_resource_uri(resource_uri(self.catalog, server, uri))
         for listener in list(self._update_listeners):
             try:
                 await listener(namespaced)

@@ -50,6 +50,7 @@ from cartograph.gateway.results import error_result
 from cartograph.server.call_context import CALL_CONTEXT, CallContext
 from cartograph.server.handlers import ContentSurface, ToolSurface
 from cartograph.server.notify import ChangeNotifier, remembering
+from cartograph.server.passthrough import canonical_resource_uri
 from cartograph.server.tracing import install as install_request_spans
 from cartograph.telemetry.spans import MAX_TRACEPARENT
 
@@ -259,15 +260,15 @@ def _add_subscriptions(
         with _called(call), _as_rpc_error("resources/subscribe"):
             await surface.subscribe_resource(params.uri, principal=call.principal)
         client = client_of(ctx)
-        if client is not None:
-            notifier.subscribed(client, params.uri)
+        if client is not None:  # the spelling the update will come back under (P-URI-1)
+            notifier.subscribed(client, canonical_resource_uri(params.uri))
         return EmptyResult()
 
     async def on_unsubscribe(ctx: Ctx, params: UnsubscribeRequestParams) -> EmptyResult:
         call = context(ctx)
         client = client_of(ctx)
         if client is not None:
-            notifier.unsubscribed(client, params.uri)
+            notifier.unsubscribed(client, canonical_resource_uri(params.uri))
         with _called(call), _as_rpc_error("resources/unsubscribe"):
             await surface.unsubscribe_resource(params.uri, principal=call.principal)
         return EmptyResult()
