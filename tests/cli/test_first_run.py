@@ -298,14 +298,15 @@ def test_a_vscode_env_file_reaches_the_imported_server(
     assert "from-env-file" in {t["name"] for t in json.loads(result.stdout)}
 
 
-def test_a_missing_env_file_is_a_coded_error_naming_the_server_and_the_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_missing_env_file_refuses_that_server_with_a_code_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = vscode_project(tmp_path, "${workspaceFolder}/missing.env")
-    error = cli_error(invoke(tmp_path, monkeypatch, "servers", "--config", str(config)))
-    assert error is not None
-    assert error.code == "config_env_file"
-    assert "'calc'" in error.message and str(tmp_path / "missing.env") in error.message
+    result = invoke(tmp_path, monkeypatch, "servers", "--config", str(config), "--json")
+    assert json.loads(result.stdout)["servers"] == []  # calc alone was in the file
+    (message,) = [r.getMessage() for r in caplog.records if "not imported" in r.getMessage()]
+    assert "'calc'" in message and "config_env_file" in message
+    assert str(tmp_path / "missing.env") in message
 
 
 def test_adopt_keeps_a_relative_env_file_pointing_at_the_client_files_folder(
@@ -323,3 +324,28 @@ def test_adopt_keeps_a_relative_env_file_pointing_at_the_client_files_folder(
     result = invoke(tmp_path, monkeypatch, "tools", "--config", str(config), "--json")
     assert result.exit_code == 0, result.output
     assert "from-env-file" in {t["name"] for t in json.loads(result.stdout)}
+
+
+def test_an_unfillable_variable_refuses_that_imported_server_only_with_a_hint_in_its_syntax(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv("CARTOGRAPH_TEST_UNSET", raising=False)
+    calc = {"command": sys.executable, "args": [str(SCRIPTABLE)]}
+    servers = {
+        "calc": calc,
+        "needs_token": {**calc, "env": {"TOKEN": "${env:CARTOGRAPH_TEST_UNSET}"}},
+        "prompted": {**calc, "env": {"KEY": "${input:api-key}"}},
+    }
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "mcp.json").write_text(json.dumps({"servers": servers}))
+    config = tmp_path / "cartograph.toml"
+    config.write_text('state_dir = "state"\nmcp_json = ".vscode/mcp.json"\n')
+    result = invoke(tmp_path, monkeypatch, "tools", "--config", str(config), "--json")
+    assert result.exit_code == 0, result.output
+    assert {t["server"] for t in json.loads(result.stdout)} == {"calc"}
+    refused = {r.getMessage().split("'")[1]: r.getMessage() for r in caplog.records}
+    assert set(refused) == {"needs_token", "prompted"}
+    assert "config_env_var" in refused["needs_token"]
+    assert "where Cartograph runs" in refused["needs_token"]
+    assert ":-default" not in refused["needs_token"]  # Cursor and VS Code have no such form
+    assert "config_input_variable" in refused["prompted"] and "api-key" in refused["prompted"]

@@ -84,20 +84,28 @@ def expand(
         name = match.group("env") or match.group("name")
         if match.group("name") in predefined:
             return predefined[name]
-        return _from_env(name, match.group("default"), environ, where)
+        env_form = match.group("env") is not None
+        return _from_env(name, match.group("default"), environ, where, env_form=env_form)
 
     return _PATTERN.sub(replace, value)
 
 
-def _from_env(name: str, default: str | None, environ: Mapping[str, str], where: str) -> str:
+def _from_env(
+    name: str, default: str | None, environ: Mapping[str, str], where: str, *, env_form: bool
+) -> str:
     found = environ.get(name)
     if found:
         return found
     if default is not None:
         return default
+    # The hint in the syntax the file uses: Cursor's and VS Code's ${env:NAME} has no default.
+    hint = (
+        f"set it where Cartograph runs; ${{env:{name}}} has no default form in Cursor or VS Code"
+        if env_form
+        else f"set it, or write ${{{name}:-default}}"
+    )
     raise ConfigError(
-        f"{where}: environment variable {name!r} is not set "
-        f"(set it, or write ${{{name}:-default}})",
+        f"{where}: environment variable {name!r} is not set ({hint})",
         code=codes.CONFIG_ENV_VAR,
         variable=name,
     )

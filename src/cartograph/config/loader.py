@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar, get_args
@@ -100,7 +100,7 @@ def build_config(raw: dict[str, Any], *, source: Path, environ: Mapping[str, str
         *_imported_entries(body.pop("mcp_json", []), source, environ),
     ]
     _check_server_names(entries)
-    servers = tuple(_server(e, defaults, environ) for e in entries)
+    servers = tuple(_servers(entries, defaults, environ))
     config = _validate(Config, {**body, "servers": servers, "source": source}, where=str(source))
     config = _with_oauth_stores(config)
     return _resolve_paths(config, source.parent, where=str(source))
@@ -197,6 +197,26 @@ def _check_server_names(entries: list[_Entry]) -> None:
 
 
 # -- one server ----------------------------------------------------------------------
+
+
+_PER_SERVER_REFUSALS: Final = frozenset(
+    {codes.CONFIG_ENV_VAR, codes.CONFIG_INPUT_VARIABLE, codes.CONFIG_ENV_FILE}
+)
+"""What refuses one server of an imported client file, not the file: a variable that cannot
+be filled, or an envFile that cannot be read, concerns that server alone (the client itself
+would start the others)."""
+
+
+def _servers(
+    entries: list[_Entry], defaults: dict[str, Any], environ: Mapping[str, str]
+) -> Iterator[ServerConfig]:
+    for entry in entries:
+        try:
+            yield _server(entry, defaults, environ)
+        except ConfigError as exc:
+            if entry.origin != "mcp_json" or exc.code not in _PER_SERVER_REFUSALS:
+                raise
+            logger.warning("%s: not imported (%s): %s", entry.source, exc.code, exc.message)
 
 
 def _server(entry: _Entry, defaults: dict[str, Any], environ: Mapping[str, str]) -> ServerConfig:
