@@ -250,9 +250,9 @@ import os, signal, sys
 from pathlib import Path
 from cartograph.learning import sqlite as log
 from tests.test_crash_atomicity import _log_task
-opened = log._open
-def dying_open(path):
-    db = opened(path)
+opened = log._connect
+def dying_open(path, *, writable):
+    db = opened(path, writable=writable)
     inserted = []
     def trace(statement):
         if statement.lstrip().upper().startswith("INSERT INTO TASKS"):
@@ -261,7 +261,7 @@ def dying_open(path):
             os.kill(os.getpid(), signal.SIGKILL)
     db.set_trace_callback(trace)
     return db
-log._open = dying_open
+log._connect = dying_open
 _log_task(Path(sys.argv[1]), "task of the killed writer")
 sys.exit({NEVER_RENAMED})
 """

@@ -2,7 +2,8 @@
 
 Only verified, servable tools are promoted; at least two of the k results are
 the zero-shot ranker's; only successful calls count; a tool's evidence is
-dropped when its card entry changes; nothing crosses catalogs.
+dropped when its card entry changes; nothing crosses catalogs, not even the
+retention count; a task holds at most ``max_calls_per_task`` calls.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import Catalog
-from cartograph.config.model import LearningConfig
+from cartograph.config.model import DEFAULT_MAX_CALLS_PER_TASK, LearningConfig
 from cartograph.index.discover import discover
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.tool_index import ToolIndex
@@ -223,3 +225,57 @@ def test_the_learner_holds_at_most_its_capacity_and_forgets_the_oldest_first() -
     assert learner.tasks <= 10
     assert learner.scores(np.eye(4, dtype=np.float32)[0], "word0") == {}  # evicted, words too
     assert learner.scores(np.eye(4, dtype=np.float32)[0], "word24") == {("s", "t24"): 1.0}
+
+
+@pytest.mark.anyio
+async def test_one_catalogs_traffic_never_evicts_another_catalogs_evidence(
+    log: Path, index: ToolIndex, cards: VerifiedCards
+) -> None:
+    """With the limit at 50, five tasks of a quiet catalog outlive 300 of a busy one."""
+    quiet, busy = learning(log, "quiet", max_tasks=50), learning(log, "busy", max_tasks=50)
+    await quiet.sync(cards)
+    await busy.sync(cards)
+    for _ in range(5):
+        await use(quiet, index, cards, TASK, ("weather", "get_alerts", "ok"))
+    for number in range(300):  # past PRUNE_EVERY (256): the busy catalog prunes
+        await busy.record_discover("s1", f"{TASK} {number}", [])
+    quiet.close()
+    restarted = learning(log, "quiet", max_tasks=50)
+    await restarted.sync(cards)  # prunes again, at start
+    assert restarted.status()["tasks_in_memory"] == 5
+    assert restarted.store.status().catalogs == {"busy": 50, "quiet": 5}  # busy: at its max
+    busy.close()
+    restarted.close()
+
+
+@pytest.mark.anyio
+async def test_a_task_logs_at_most_max_calls_per_task_calls_and_no_more_evidence(
+    log: Path, index: ToolIndex, cards: VerifiedCards
+) -> None:
+    capped = learning(log, "capped", max_calls_per_task=2)
+    await capped.sync(cards)
+    before = tools(index, cards, SIMILAR, capped)
+    failed = ("weather", "get_alerts", "tool_error")
+    await use(capped, index, cards, TASK, failed, failed, ("weather", "get_alerts", "ok"))
+    assert capped.store.status().calls == 2  # the third call is past the cap: not logged
+    assert capped.status()["tasks_in_memory"] == 0  # nor counted
+    assert tools(index, cards, SIMILAR, capped) == before
+    capped.close()
+
+
+@pytest.mark.anyio
+async def test_one_discover_then_a_flood_of_calls_logs_the_default_cap(
+    log: Path, index: ToolIndex, cards: VerifiedCards
+) -> None:
+    flooded = learning(log)
+    await flooded.sync(cards)
+    await use(flooded, index, cards, TASK, *[("weather", "get_alerts", "tool_error")] * 100)
+    (row,) = flooded.store.export()
+    assert len(row["calls"]) == DEFAULT_MAX_CALLS_PER_TASK == 64
+    flooded.close()
+
+
+def test_the_per_task_cap_is_at_least_one() -> None:
+    with pytest.raises(ValidationError):
+        LearningConfig(max_calls_per_task=0)
+    assert LearningConfig(max_calls_per_task=1).max_calls_per_task == 1

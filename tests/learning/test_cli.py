@@ -53,7 +53,7 @@ def test_status_reports_counts_per_catalog_and_the_retention(tmp_path: Path) -> 
     assert data["tasks"] == 3 and data["calls"] == 3 and data["outcomes"] == {"ok": 3}
     assert data["catalogs"] == {"a": 2, "b": 1}
     assert data["oldest"] == "2026-01-01T00:00:00Z"
-    assert data["retention"] == {"max_tasks": 500, "max_age_days": 90.0}
+    assert data["retention"] == {"max_tasks": 500, "max_age_days": 90.0, "max_calls_per_task": 64}
     assert data["enabled"] is True and data["schema_version"] == 1
 
 

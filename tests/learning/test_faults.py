@@ -38,7 +38,7 @@ async def test_a_failing_write_is_logged_and_the_answer_still_goes_out(
         learning = handlers.runtime.learning
         assert learning is not None
 
-        def disk_full(*_: Any) -> None:
+        def disk_full(*_: Any, **__: Any) -> None:
             raise UsageLogError("database or disk is full", code="usage_log_io")
 
         found: Any = await handlers.call_tool(

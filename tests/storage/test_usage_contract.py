@@ -112,3 +112,21 @@ def test_export_and_status_read_back_what_was_written(store: UsageStore) -> None
     assert (status.tasks, status.calls, status.outcomes) == (1, 1, {"tool_error": 1})
     assert status.catalogs == {"default": 1} and status.schema_version == 1
     assert status.size_bytes > 0
+
+
+def test_retention_counts_each_catalog_on_its_own(store: UsageStore) -> None:
+    now = 100 * DAY
+    quiet = [store.add_task(task("quiet", created=now - 10 - i)) for i in range(3)]  # at the max
+    busy = [store.add_task(task("busy", created=now - i)) for i in range(4)]  # one over it
+    assert store.prune(Retention(max_tasks=3, max_age_days=30), now=now) == 1
+    assert [row["id"] for row in store.export()] == quiet + busy[1:]  # busy's oldest went
+    assert store.status().catalogs == {"busy": 3, "quiet": 3}
+
+
+def test_a_task_holds_at_most_max_calls_call_rows(store: UsageStore) -> None:
+    full, other = store.add_task(task()), store.add_task(task())
+    assert [store.add_call(call(full), max_calls=3) for _ in range(4)] == [True] * 3 + [False]
+    assert store.add_call(call(other, outcome="tool_error"), max_calls=3) is True
+    assert store.add_call(call(10_000), max_calls=3) is False  # no such task: nothing logged
+    calls = {row["id"]: len(row["calls"]) for row in store.export()}
+    assert calls == {full: 3, other: 1}

@@ -1,7 +1,9 @@
 """``cartograph learning status | forget | export``: the usage log, for its operator.
 
 The log lives in the config's state directory (``usage.sqlite3``); these
-commands open it directly (no servers are contacted). ``forget`` is how an
+commands open it directly (no servers are contacted), safely while ``serve``
+writes it: ``status`` and ``export`` open it read-only, ``forget`` writes
+through SQLite's own locking like the server does. ``forget`` is how an
 operator honours a deletion request or starts learning afresh.
 """
 
@@ -31,11 +33,11 @@ CatalogNameOption = Annotated[
 ]
 
 
-def _store(config_path: Path | None) -> Any:
-    """The log and the config; the log is None when no proxy has written one yet.
+def _store(config_path: Path | None, *, write: bool = False) -> Any:
+    """The log and the config; an empty stand-in when no proxy has written a log yet.
 
-    Reading commands never create it: `status` in a fresh folder should not
-    leave a state directory behind.
+    No command creates it: `status` in a fresh folder should not leave a state
+    directory behind. Only ``write`` opens the file writable.
     """
     from cartograph.learning import SqliteUsageStore, usage_log_path
     from cartograph.storage import open_usage_store, uses_database
@@ -44,7 +46,24 @@ def _store(config_path: Path | None) -> Any:
     if uses_database(config):  # the shared log of a fleet ([storage] url)
         return open_usage_store(config), config
     path = usage_log_path(config.state_dir)
-    return (SqliteUsageStore(path) if path.exists() else _NoLog(path)), config
+    if not path.exists():
+        return _NoLog(path), config
+    return (SqliteUsageStore(path) if write else _reader(path)), config
+
+
+def _reader(path: Path) -> Any:
+    """The log opened read-only: it can neither write, checkpoint nor delete the WAL.
+
+    A log at an older schema (or one never migrated) is brought up to date
+    first, through SQLite's write lock as ``serve`` would.
+    """
+    from cartograph.learning.sqlite import SCHEMA_VERSION, SqliteUsageStore
+
+    store = SqliteUsageStore(path, read_only=True)
+    if store.schema_version == SCHEMA_VERSION:
+        return store
+    store.close()
+    return SqliteUsageStore(path)
 
 
 class _NoLog:
@@ -90,6 +109,7 @@ def status(config: ConfigOption = None, json_out: JsonOption = False) -> None:
         "retention": {
             "max_tasks": cfg.learning.max_tasks,
             "max_age_days": cfg.learning.max_age_days,
+            "max_calls_per_task": cfg.learning.max_calls_per_task,
         },
     }
     if json_out:
@@ -104,7 +124,7 @@ def status(config: ConfigOption = None, json_out: JsonOption = False) -> None:
         ("catalogs", ", ".join(f"{k} {v}" for k, v in report.catalogs.items()) or "-"),
         ("span", f"{data['oldest'] or '-'} … {data['newest'] or '-'}"),
         ("size", f"{report.size_bytes:,} bytes"),
-        ("retention", f"{cfg.learning.max_tasks:,} tasks, {cfg.learning.max_age_days:g} days"),
+        ("retention", _retention(cfg.learning)),
     ]
     print_table("learning", ["", "value"], rows)
 
@@ -123,7 +143,7 @@ def forget(
 ) -> None:
     """Delete logged tasks and their calls (all of them unless --before/--catalog)."""
     cutoff = parse_date(before) if before is not None else None
-    store, _cfg = _store(config)
+    store, _cfg = _store(config, write=True)
     try:
         deleted = store.forget(before=cutoff, catalog=catalog)
     finally:
@@ -158,6 +178,13 @@ def export(
         atomic_write_text(out, "".join(lines), mode=0o600)
     finally:
         store.close()
+
+
+def _retention(learning: Any) -> str:
+    return (
+        f"{learning.max_tasks:,} tasks per catalog, {learning.max_age_days:g} days, "
+        f"{learning.max_calls_per_task:,} calls per task"
+    )
 
 
 def parse_date(text: str) -> float:

@@ -264,6 +264,10 @@ class IndexConfig(_Section):
     cpu_workers: int = Field(default=DEFAULT_CPU_WORKERS, ge=1, le=64)
 
 
+DEFAULT_MAX_CALLS_PER_TASK: Final = 64
+"""Call rows one logged task may hold: a session looping on one discover cannot fill the log."""
+
+
 class LearningConfig(_Section):
     """Learning from use (``cartograph.learning``): a usage log that re-ranks ``discover``.
 
@@ -278,7 +282,10 @@ class LearningConfig(_Section):
     """
 
     enabled: bool = False
+    # Per catalog: one catalog's traffic never evicts another's evidence.
     max_tasks: int = Field(default=10_000, ge=1)
+    # Later calls of a task past the cap are neither logged nor counted as evidence.
+    max_calls_per_task: int = Field(default=DEFAULT_MAX_CALLS_PER_TASK, ge=1)
     max_age_days: float = Field(default=90.0, gt=0)
     attribution_window: float = Field(default=600.0, gt=0)
     neighbours: int = Field(default=10, ge=1, le=100)

@@ -3,7 +3,8 @@
 Every ``call`` that follows a ``discover`` passes through the proxy, so the
 proxy can tell which tools actually served a task. This package keeps that
 as a usage log (:mod:`.store`: the interface; :mod:`.sqlite`: the embedded
-default in the state directory) and turns it into a bounded re-ranking step
+default in the state directory; :mod:`.sql`: the queries it shares with the
+PostgreSQL store) and turns it into a bounded re-ranking step
 after the zero-shot ranker (:mod:`.learner`, glued per catalog by
 :mod:`.catalog`). See ``docs/retrieval.md``, "Learning from use".
 """

@@ -24,6 +24,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 import anyio
@@ -63,6 +64,8 @@ class _OpenTask:
     vector: Vectors
     opened: float
     counted: set[ToolKey] = field(default_factory=set)
+    full: bool = False
+    """The task holds ``max_calls_per_task`` call rows: later calls are not logged."""
 
 
 class CatalogLearning:
@@ -195,9 +198,17 @@ class CatalogLearning:
             open_task = self._sessions.get(session)
             if open_task is None or now - open_task.opened > self.config.attribution_window:
                 return  # no discover to attribute it to
+            if open_task.full:
+                return  # the per-task bound: neither logged nor counted
             digest = self._digest(server, tool)
         record = CallRecord(open_task.task_id, server, tool, digest, outcome, now)
-        await anyio.to_thread.run_sync(self.store.add_call, record)
+        logged = await anyio.to_thread.run_sync(
+            partial(self.store.add_call, record, max_calls=self.config.max_calls_per_task)
+        )
+        if not logged:  # full (or its task was forgotten): nothing more to log for it
+            with self._lock:
+                open_task.full = True
+            return
         if outcome != OK or not digest:
             return
         with self._lock:

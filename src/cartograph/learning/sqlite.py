@@ -6,15 +6,29 @@ before ``add_task``/``add_call`` return), a crash mid-transaction rolls back
 cleanly on the next open, readers never block the writer, and a commit costs
 no ``fsync`` (only a power loss can drop the last few commits, never corrupt
 the file). The file is created 0600 inside the 0700 state directory (P-FS-1):
-it holds the tasks agents asked for.
+it holds the tasks agents asked for. The queries are :mod:`.sql`'s, shared
+with the PostgreSQL store.
+
+**One connection per file per process** (P-LEARN-2). Every store of one
+resolved path — one per catalog, plus any command run in-process — shares one
+reference-counted connection from a process-wide registry, and nothing else in
+the process ever opens the file. That matters because SQLite's locks are POSIX
+``fcntl`` locks, which belong to the process, and closing *any* descriptor of
+a file drops all of them: a second ``open``/``close`` of the database (once per
+catalog, as a permission check did) silently released the shared lock that
+marks the log as in use. The next process to close its own connection then
+found itself "last", checkpointed and deleted the write-ahead log the server
+was still writing into; later rows were invisible to readers and lost at the
+next kill. Readers that only look (``learning status``, ``export``) open
+read-only (``mode=ro``), which can neither write, checkpoint nor delete.
 
 The schema is versioned with ``PRAGMA user_version``; :data:`MIGRATIONS` are
-applied in order on open, each in its own transaction, so an interrupted
-upgrade leaves the previous version intact. A file written by a newer
-Cartograph is refused rather than guessed at.
+applied in order when a writable connection opens, each in its own
+transaction, so an interrupted upgrade leaves the previous version intact. A
+file written by a newer Cartograph is refused rather than guessed at.
 
-One connection, shared by the worker threads that call in, serialised by a
-lock: the log's traffic is one small insert per discover or call.
+The connection is shared by the worker threads that call in, serialised by
+its lock: the log's traffic is one small insert per discover or call.
 """
 
 from __future__ import annotations
@@ -23,27 +37,20 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from cartograph import error_codes as codes
 from cartograph.errors import UsageLogError
-from cartograph.learning.store import (
-    OK,
-    CallRecord,
-    Evidence,
-    ExportQueries,
-    Retention,
-    TaskRecord,
-    UsageStatus,
-    evidence_from_rows,
-    export_tasks,
-    vector_bytes,
-)
+from cartograph.fsutil import PRIVATE_FILE_MODE, make_private_dirs
+from cartograph.learning.sql import SQLITE, Cursor, SqlUsageLog
 
 USAGE_LOG_NAME: Final = "usage.sqlite3"
-SECONDS_PER_DAY: Final = 86_400.0
+BUSY_TIMEOUT: Final = 10.0
+"""Seconds a write waits for another process's write (``learning forget``) to finish."""
 
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 1: tasks, what each surfaced, and the calls attributed to it.
@@ -82,238 +89,253 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
-EXPORT_QUERIES: Final = ExportQueries(
-    tasks="SELECT id, catalog, session, created, task, model FROM tasks "
-    "WHERE (? IS NULL OR catalog = ?) AND id > ? ORDER BY id LIMIT ?",
-    surfaced="SELECT task_id, server, tool FROM surfaced "
-    "WHERE task_id BETWEEN ? AND ? ORDER BY task_id, rank",
-    calls="SELECT task_id, server, tool, outcome, created FROM calls "
-    "WHERE task_id BETWEEN ? AND ? ORDER BY task_id, id",
-)
-
 
 def usage_log_path(state_dir: Path) -> Path:
     return state_dir / USAGE_LOG_NAME
 
 
-class SqliteUsageStore:
-    """:class:`~cartograph.learning.store.UsageStore` over one SQLite file (see module doc)."""
+class SqliteUsageStore(SqlUsageLog):
+    """:class:`~cartograph.learning.store.UsageStore` over one SQLite file (see module doc).
 
-    def __init__(self, path: Path) -> None:
+    ``read_only`` stores are for commands that only look: they never create,
+    migrate or write the file, and refuse writes.
+    """
+
+    dialect = SQLITE
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
-        self._lock = threading.Lock()
-        self._db = _open(path)
-        try:
-            self._migrate()
-        except BaseException:
-            self._db.close()
-            raise
+        self.read_only = read_only
+        self._handle: _Handle | None = acquire(path, writable=not read_only)
 
     @property
     def location(self) -> str:
         return str(self.path)
 
-    # -- schema ------------------------------------------------------------------
+    @property
+    def schema_version(self) -> int:
+        return self._schema_version()
 
-    def _migrate(self) -> None:
-        version = self._version()
-        if version > SCHEMA_VERSION:
-            raise UsageLogError(
-                f"the usage log {self.path} has schema version {version}, newer than this "
-                f"Cartograph's {SCHEMA_VERSION}; upgrade Cartograph or move the file aside",
-                code=codes.USAGE_LOG_NEWER,
-            )
-        for number in range(version, SCHEMA_VERSION):
-            with self._transaction() as db:
-                for statement in MIGRATIONS[number]:
-                    db.execute(statement)
-                db.execute(f"PRAGMA user_version = {number + 1}")
-
-    def _version(self) -> int:
-        row = self._db.execute("PRAGMA user_version").fetchone()
-        return int(row[0])
+    def _open_handle(self) -> _Handle:
+        if self._handle is None:
+            raise UsageLogError(f"usage log {self.path}: already closed", code=codes.USAGE_LOG_IO)
+        return self._handle
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[Cursor]:
         """One write transaction, taken before the first read so it cannot deadlock."""
-        with self._lock:
+        if self.read_only:
+            raise UsageLogError(f"usage log {self.path}: opened read-only", code=codes.USAGE_LOG_IO)
+        handle = self._open_handle()
+        with handle.lock:
+            db = handle.db
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                yield self._db
-                self._db.execute("COMMIT")
+                db.execute("BEGIN IMMEDIATE")
+                yield db.cursor()
+                db.execute("COMMIT")
             except BaseException as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise _error(self.path, exc) from exc
                 raise
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        with self._lock:
+        handle = self._open_handle()
+        with handle.lock:
             try:
-                return self._db.execute(sql, params).fetchall()
+                return handle.db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise _error(self.path, exc) from exc
 
-    # -- writes ------------------------------------------------------------------
+    def _schema_version(self) -> int:
+        return int(self._read("PRAGMA user_version")[0][0])
 
-    def add_task(self, record: TaskRecord) -> int:
-        with self._transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO tasks (catalog, session, created, task, model, vector) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    record.catalog,
-                    record.session,
-                    record.created,
-                    record.task,
-                    record.model,
-                    vector_bytes(record.vector),
-                ),
-            )
-            task_id = int(cursor.lastrowid or 0)
-            db.executemany(
-                "INSERT INTO surfaced (task_id, rank, server, tool, digest) VALUES (?, ?, ?, ?, ?)",
-                [
-                    (task_id, rank, s.server, s.tool, s.digest)
-                    for rank, s in enumerate(record.surfaced, start=1)
-                ],
-            )
-        return task_id
-
-    def add_call(self, record: CallRecord) -> None:
-        with self._transaction() as db:
-            db.execute(
-                "INSERT INTO calls (task_id, created, server, tool, digest, outcome) "
-                "SELECT id, ?, ?, ?, ?, ? FROM tasks WHERE id = ?",
-                (
-                    record.created,
-                    record.server,
-                    record.tool,
-                    record.digest,
-                    record.outcome,
-                    record.task_id,
-                ),
-            )
-
-    def drop_stale(self, catalog: str, digests: Mapping[str, Mapping[str, str]]) -> int:
-        """Delete evidence for tools of ``digests``' servers whose card entry changed or went."""
-        rows = self._read(
-            "SELECT DISTINCT c.server, c.tool, c.digest FROM calls c "
-            "JOIN tasks t ON t.id = c.task_id WHERE t.catalog = ? AND c.outcome = ?",
-            (catalog, OK),
-        )
-        stale = [
-            (server, tool, digest)
-            for server, tool, digest in rows
-            if server in digests and digests[server].get(tool) != digest
-        ]
-        if not stale:
-            return 0
-        deleted = 0
-        with self._transaction() as db:
-            for server, tool, digest in stale:
-                cursor = db.execute(
-                    "DELETE FROM calls WHERE server = ? AND tool = ? AND digest = ? "
-                    "AND outcome = ? AND task_id IN (SELECT id FROM tasks WHERE catalog = ?)",
-                    (server, tool, digest, OK, catalog),
-                )
-                deleted += cursor.rowcount
-        return deleted
-
-    def prune(self, retention: Retention, *, now: float) -> int:
-        cutoff = now - retention.max_age_days * SECONDS_PER_DAY
-        with self._transaction() as db:
-            aged = db.execute("DELETE FROM tasks WHERE created < ?", (cutoff,)).rowcount
-            overflow = db.execute(
-                "DELETE FROM tasks WHERE id <= "
-                "(SELECT id FROM tasks ORDER BY id DESC LIMIT 1 OFFSET ?)",
-                (retention.max_tasks,),
-            ).rowcount
-        return aged + overflow
+    def _size_bytes(self) -> int:
+        # stat, never open: a descriptor opened and closed here would drop this
+        # process's locks on the file (module docstring). The WAL is part of the
+        # log until checkpointed.
+        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
 
     def forget(self, *, before: float | None = None, catalog: str | None = None) -> int:
-        with self._transaction() as db:
-            deleted: int = db.execute(
-                "DELETE FROM tasks WHERE (? IS NULL OR created < ?) AND (? IS NULL OR catalog = ?)",
-                (before, before, catalog, catalog),
-            ).rowcount
-        if before is None and catalog is None:
-            with self._lock:  # give the space back: "forget everything" should mean it
-                self._db.execute("VACUUM")
+        deleted = super().forget(before=before, catalog=catalog)
+        if before is None and catalog is None:  # give the space back: "forget everything"
+            handle = self._open_handle()
+            with handle.lock:
+                try:
+                    handle.db.execute("VACUUM")
+                except sqlite3.Error as exc:
+                    raise _error(self.path, exc) from exc
         return deleted
 
-    # -- reads -------------------------------------------------------------------
-
-    def evidence(self, catalog: str, model: str, *, limit: int) -> list[Evidence]:
-        rows = self._read(
-            "WITH recent AS (SELECT DISTINCT t.id FROM tasks t JOIN calls c ON c.task_id = t.id "
-            "WHERE t.catalog = ? AND t.model = ? AND c.outcome = ? ORDER BY t.id DESC LIMIT ?) "
-            "SELECT t.id, t.task, t.vector, c.server, c.tool FROM recent r "
-            "JOIN tasks t ON t.id = r.id JOIN calls c ON c.task_id = t.id "
-            "WHERE c.outcome = ? ORDER BY t.id, c.id",
-            (catalog, model, OK, limit, OK),
-        )
-        return evidence_from_rows(rows)
-
-    def status(self) -> UsageStatus:
-        tasks, oldest, newest = self._read(
-            "SELECT count(*), min(created), max(created) FROM tasks"
-        )[0]
-        outcomes = dict(self._read("SELECT outcome, count(*) FROM calls GROUP BY outcome"))
-        catalogs = dict(self._read("SELECT catalog, count(*) FROM tasks GROUP BY catalog"))
-        size = sum(
-            p.stat().st_size
-            for p in (self.path, Path(f"{self.path}-wal"))
-            if p.exists()  # the WAL is part of the log until checkpointed
-        )
-        return UsageStatus(
-            location=self.location,
-            schema_version=self._version(),
-            tasks=int(tasks),
-            calls=sum(outcomes.values()),
-            outcomes={str(k): int(v) for k, v in sorted(outcomes.items())},
-            catalogs={str(k): int(v) for k, v in sorted(catalogs.items())},
-            oldest=oldest,
-            newest=newest,
-            size_bytes=size,
-        )
-
-    def export(self, *, catalog: str | None = None) -> Iterator[dict[str, Any]]:
-        return export_tasks(self._read, EXPORT_QUERIES, catalog)
-
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        """Let go of the shared connection (closed with its last store); idempotent."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            release(handle)
 
 
-def _open(path: Path) -> sqlite3.Connection:
-    """Create (0600, in a 0700 folder) or open the log, in WAL mode."""
+# -- one connection per file per process -------------------------------------------
+
+
+@dataclass(eq=False)
+class _Handle:
+    """The process's one connection to one usage log, and the stores sharing it."""
+
+    key: Path
+    db: sqlite3.Connection
+    writable: bool
+    lock: threading.Lock
+    users: int = 0
+
+
+_HANDLES: dict[Path, _Handle] = {}
+_HANDLES_LOCK = threading.Lock()
+
+
+def acquire(path: Path, *, writable: bool) -> _Handle:
+    """This process's connection to ``path``, opened on first use; pair with :func:`release`.
+
+    A read-only handle is upgraded in place when a writable one is asked for.
+    Held while opening, the registry lock also keeps a second thread from
+    opening the file beside the first.
+    """
+    with _HANDLES_LOCK:
+        key = _key(path, create=writable)
+        handle = _HANDLES.get(key)
+        if handle is None:
+            handle = _Handle(key, _connect(key, writable=writable), writable, threading.Lock())
+            _HANDLES[key] = handle
+        elif writable and not handle.writable:
+            _upgrade(handle)
+        handle.users += 1
+        return handle
+
+
+def release(handle: _Handle) -> None:
+    """One store let go; the last one closes the connection (and so may checkpoint)."""
+    with _HANDLES_LOCK:
+        handle.users -= 1
+        if handle.users > 0:
+            return
+        if _HANDLES.get(handle.key) is handle:
+            del _HANDLES[handle.key]
+        with handle.lock:
+            handle.db.close()
+
+
+def open_handles() -> int:
+    """How many usage logs this process holds open (for tests)."""
+    with _HANDLES_LOCK:
+        return len(_HANDLES)
+
+
+def _key(path: Path, *, create: bool) -> Path:
+    """The registry key: the absolute path with symlinks resolved."""
+    if create:
+        try:
+            make_private_dirs(path.parent)
+        except OSError as exc:
+            raise _unreadable(path, exc) from exc
+    return path.resolve()
+
+
+def _upgrade(handle: _Handle) -> None:
+    # Two connections for a moment: SQLite keeps one process's connections to one
+    # file on a shared lock table and defers closing the old descriptor while the
+    # new one holds a lock, so no lock is dropped.
+    db = _connect(handle.key, writable=True)
+    with handle.lock:
+        old, handle.db, handle.writable = handle.db, db, True
+    old.close()
+
+
+def _connect(path: Path, *, writable: bool) -> sqlite3.Connection:
+    """Open the log (create it 0600 and migrate it when ``writable``), checked."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+        if writable:
+            _create_private(path)
+            db = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT
+            )
+        else:
+            uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+            db = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT
+            )
     except (OSError, sqlite3.Error) as exc:
-        raise UsageLogError(
-            f"cannot open the usage log {path}: {exc}; check the state directory's permissions",
-            code=codes.USAGE_LOG_UNREADABLE,
-        ) from exc
+        raise _unreadable(path, exc) from exc
     try:
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
+        _prepare(db, path, writable=writable)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _create_private(path: Path) -> None:
+    """Create the file 0600 if it does not exist; an existing file is never opened here.
+
+    Only a file this call created (``O_EXCL``) gets a descriptor, which no
+    connection of this process can have a lock on yet.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, PRIVATE_FILE_MODE)  # the umask must not decide
+    finally:
+        os.close(fd)
+
+
+def _prepare(db: sqlite3.Connection, path: Path, *, writable: bool) -> None:
+    try:
+        if writable:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
         db.execute("PRAGMA foreign_keys = ON")
         check = db.execute("PRAGMA quick_check").fetchone()
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.Error as exc:
-        db.close()
         raise _error(path, exc) from exc
     if check is None or check[0] != "ok":
-        db.close()
         raise UsageLogError(
             f"the usage log {path} fails SQLite's integrity check; move it aside and "
             "Cartograph starts a new one",
             code=codes.USAGE_LOG_CORRUPT,
         )
-    return db
+    if version > SCHEMA_VERSION:
+        raise UsageLogError(
+            f"the usage log {path} has schema version {version}, newer than this "
+            f"Cartograph's {SCHEMA_VERSION}; upgrade Cartograph or move the file aside",
+            code=codes.USAGE_LOG_NEWER,
+        )
+    if writable:
+        _migrate(db, path, version)
+
+
+def _migrate(db: sqlite3.Connection, path: Path, version: int) -> None:
+    for number in range(version, SCHEMA_VERSION):
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            # Another process may have migrated since we read the version.
+            if int(db.execute("PRAGMA user_version").fetchone()[0]) == number:
+                for statement in MIGRATIONS[number]:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {number + 1}")
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise _error(path, exc) from exc
+
+
+def _unreadable(path: Path, exc: Exception) -> UsageLogError:
+    return UsageLogError(
+        f"cannot open the usage log {path}: {exc}; check the state directory's permissions",
+        code=codes.USAGE_LOG_UNREADABLE,
+    )
 
 
 def _error(path: Path, exc: sqlite3.Error) -> UsageLogError:

@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 
 import numpy as np
 
+from cartograph.config.model import DEFAULT_MAX_CALLS_PER_TASK
 from cartograph.index.embedders.base import Vectors
 
 ToolKey = tuple[str, str]
@@ -73,7 +74,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Retention:
-    """How much of the log to keep: at most ``max_tasks`` rows, none older than ``max_age_days``."""
+    """How much of the log to keep: each catalog's newest ``max_tasks`` tasks, none older
+    than ``max_age_days`` (one catalog's traffic never evicts another's evidence)."""
 
     max_tasks: int
     max_age_days: float
@@ -107,8 +109,12 @@ class UsageStore(Protocol):
         """Log one discover; returns the task id calls will refer to. Durable on return."""
         ...
 
-    def add_call(self, record: CallRecord) -> None:
-        """Log one call's outcome. Durable on return."""
+    def add_call(self, record: CallRecord, *, max_calls: int = DEFAULT_MAX_CALLS_PER_TASK) -> bool:
+        """Log one call's outcome; durable on return.
+
+        Returns False, logging nothing, when the task is gone or already holds
+        ``max_calls`` call rows (the per-task bound).
+        """
         ...
 
     def evidence(self, catalog: str, model: str, *, limit: int) -> list[Evidence]:
@@ -125,7 +131,7 @@ class UsageStore(Protocol):
         ...
 
     def prune(self, retention: Retention, *, now: float) -> int:
-        """Apply ``retention``; returns how many tasks were deleted."""
+        """Apply ``retention`` (counted per catalog); returns how many tasks were deleted."""
         ...
 
     def forget(self, *, before: float | None = None, catalog: str | None = None) -> int:
