@@ -67,7 +67,14 @@ def declared() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project.get("optional-dependencies", {})
     specs = [*project["dependencies"], *(s for k, v in extras.items() if k != "dev" for s in v)]
-    return {_normal(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0]) for spec in specs}
+    names = {_normal(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0]) for spec in specs}
+    return names - set(BINARY_ONLY)
+
+
+BINARY_ONLY: Final = {
+    "pydantic-monty-runtime": "the `monty` worker binary code mode spawns (cartograph[code])",
+}
+"""Declared distributions that ship an executable, not a module: nothing imports them."""
 
 
 def _normal(name: str) -> str:

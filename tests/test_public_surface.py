@@ -30,6 +30,15 @@ EXPORTS: dict[str, list[str]] = {
     ],
     "cartograph.catalog": ["Catalog", "ServerDef", "ToolDef", "load_catalog", "save_catalog"],
     "cartograph.cli": ["app"],
+    "cartograph.codemode": [
+        "Federation",
+        "RunId",
+        "RunReport",
+        "Sandbox",
+        "SandboxTool",
+        "check_request",
+        "run_program",
+    ],
     "cartograph.config": [
         "CatalogConfig",
         "CatalogPolicy",

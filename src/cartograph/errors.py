@@ -43,6 +43,7 @@ when it is raised and what the user does about it.
     ├── SessionLimitError           a session cap (per principal or in total) is reached
     ├── StubError                   stub generation refused (output folder, server selection)
     ├── DemoError                   a `cartograph demo` check failed (what an agent should see)
+    ├── CodeError                   a code-mode run failed: the program, a limit, the write gate
     ├── UsageLogError               the learning usage log cannot be opened, migrated or written
     └── StorageError                the shared database ([storage] url) cannot be used
         └── AuditUnavailable        an audit record can be neither stored nor spooled: fail closed
@@ -442,6 +443,21 @@ class DemoError(CartographError):
     code = codes.DEMO_FAILED
 
 
+class CodeError(CartographError):
+    """A code-mode run (the ``run`` tool, ``cartograph run``) did not finish with a value.
+
+    Raised by :mod:`cartograph.codemode` when the program does not parse or raises, when
+    it reaches for what the sandbox does not offer (``code_forbidden``), when a limit of
+    ``[code_mode]`` ends it (``code_timeout``, ``code_memory_limit``, ``code_call_limit``,
+    …), when it calls a tool the write gate refuses, or when its worker died
+    (``code_crashed``). ``details`` carry the program's ``line`` and ``column`` when the
+    sandbox knew them. The agent fixes its program (the message names what to change) or
+    the operator raises the limit in ``[code_mode]``.
+    """
+
+    code = codes.CODE_ERROR
+
+
 class UsageLogError(CartographError):
     """The learning usage log cannot be opened, migrated or written.
 
@@ -483,6 +499,7 @@ __all__ = [
     "CartographError",
     "CatalogError",
     "CircuitOpen",
+    "CodeError",
     "ConfigError",
     "DemoError",
     "DriftError",

@@ -363,6 +363,40 @@ class TelemetryConfig(_Section):
     export_timeout: Seconds = DEFAULT_EXPORT_TIMEOUT
 
 
+DEFAULT_CODE_WALL_TIME: Final = 30.0
+"""Seconds one code-mode run may take in all: the program's own time and its inner calls."""
+DEFAULT_CODE_MAX_MEMORY: Final = 64 * 1024 * 1024
+DEFAULT_CODE_MAX_CALLS: Final = 50
+DEFAULT_CODE_MAX_OUTPUT_BYTES: Final = 64 * 1024
+
+
+class CodeModeConfig(_Section):
+    """Code mode (``cartograph.codemode``; the extra ``cartograph[code]``): the ``run`` tool.
+
+    Off by default. With ``enabled = true`` a catalog lists a fourth proxy tool that
+    runs a Python program in the Monty sandbox, with the catalog's tools as async
+    functions; every limit here is per run (docs/code-mode.md). ``allow_writes``
+    holds ``server/tool`` globs of tools callable from code although their
+    definition does not say ``readOnlyHint: true``. A catalog's own ``code_mode``
+    table replaces this one for that catalog.
+    """
+
+    enabled: bool = False
+    wall_time: Seconds = DEFAULT_CODE_WALL_TIME
+    max_memory: int = Field(default=DEFAULT_CODE_MAX_MEMORY, ge=1024 * 1024, le=2**34)
+    max_recursion_depth: int = Field(default=200, ge=10, le=1000)
+    max_calls: int = Field(default=DEFAULT_CODE_MAX_CALLS, ge=0, le=10_000)
+    """Inner tool calls (and discovers) one run may make, refused ones included."""
+    max_parallel_calls: int = Field(default=4, ge=1, le=64)
+    """Inner calls of one run in flight at once (``asyncio.gather``); the bulkhead bounds all."""
+    max_output_bytes: int = Field(default=DEFAULT_CODE_MAX_OUTPUT_BYTES, ge=1024, le=2**24)
+    """What a run may send back: its printed output (the rest is cut), and its value as JSON."""
+    max_code_chars: int = Field(default=100_000, ge=1, le=10_000_000)
+    workers: int = Field(default=2, ge=1, le=64)
+    """Sandbox worker processes for the catalog: runs beyond these wait for one."""
+    allow_writes: tuple[str, ...] = ()
+
+
 LogFormat = Literal["text", "json"]
 
 
@@ -467,6 +501,8 @@ class CatalogConfig(_Section):
     servers: tuple[str, ...] = ()
     tool_prefix: str | None = None
     policy: CatalogPolicy = Field(default_factory=CatalogPolicy)
+    code_mode: CodeModeConfig | None = None
+    """This catalog's ``[code_mode]``; None: the top-level section's."""
 
 
 class RiftConfig(_Section):
@@ -496,6 +532,7 @@ class Config(_Section):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    code_mode: CodeModeConfig = Field(default_factory=CodeModeConfig)
     catalogs: tuple[CatalogConfig, ...] = ()
 
     @model_validator(mode="after")
@@ -527,6 +564,11 @@ class Config(_Section):
 
     def server(self, name: str) -> ServerConfig | None:
         return next((s for s in self.servers if s.name == name), None)
+
+    def code_mode_for(self, catalog: str) -> CodeModeConfig:
+        """Catalog ``catalog``'s code mode: its own table, else the top-level ``[code_mode]``."""
+        own = next((c.code_mode for c in self.catalogs if c.name == catalog), None)
+        return own if own is not None else self.code_mode
 
     @property
     def enabled_servers(self) -> tuple[ServerConfig, ...]:

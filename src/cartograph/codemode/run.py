@@ -1,0 +1,158 @@
+"""One run: a program, its inputs and the caller's federation in; a :class:`RunReport` out.
+
+A run has an id, a W3C trace id: every audit record of the run (the ``run``
+call's own and one per inner call) carries the same ``traceparent``,
+``00-<run id>-<span>-01``, so ``grep <run id>`` on the audit log finds exactly
+the run. What comes back is what the program printed, its last expression's
+value as JSON, one line per inner call, and on failure the coded error with the
+program's line and column: intermediate results stay in the sandbox unless
+printed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp.types import CallToolResult, TextContent
+
+from cartograph import error_codes as codes
+from cartograph.codemode.bridge import Bridge, CallLine, Federation
+from cartograph.codemode.sandbox import Printed, Sandbox
+from cartograph.codemode.values import encoded_value
+from cartograph.config.model import CodeModeConfig
+from cartograph.errors import CodeError
+
+
+@dataclass(frozen=True)
+class RunId:
+    """A run's id (32 hex digits) and the ``traceparent`` its audit records carry."""
+
+    id: str
+    span: str
+
+    @classmethod
+    def new(cls) -> RunId:
+        return cls(secrets.token_hex(16), secrets.token_hex(8))
+
+    @property
+    def traceparent(self) -> str:
+        return f"00-{self.id}-{self.span}-01"
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What a run sends back (see the module docstring)."""
+
+    run: RunId
+    value: Any
+    printed: str
+    calls: tuple[CallLine, ...]
+    ms: float
+    error: CodeError | None = None
+
+    @property
+    def outcome(self) -> str:
+        return self.error.code if self.error is not None else "ok"
+
+    def structured(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "run": self.run.id,
+            "value": self.value,
+            "printed": self.printed,
+            "calls": [c.render() for c in self.calls],
+            "ms": round(self.ms, 1),
+        }
+        if self.error is not None:
+            data["error"] = json.loads(json.dumps(self.error.to_dict(), default=str))
+        return data
+
+    def text(self) -> str:
+        """The reply an agent reads: compact, the value as one JSON line."""
+        head = f"run {self.run.id} {self.outcome} in {self.ms:.0f} ms"
+        lines = [head if self.error is None else f"{head}: {self.error.message}"]
+        if self.printed:
+            lines += ["printed:", self.printed.rstrip("\n")]
+        if self.error is None:
+            lines.append("value: " + json.dumps(self.value, ensure_ascii=False))
+        if self.calls:
+            lines.append(f"calls ({len(self.calls)}):")
+            lines += [f"  {c.render()}" for c in self.calls]
+        return "\n".join(lines)
+
+    def result(self) -> CallToolResult:
+        """The ``run`` tool's reply; an error result (with its code) when the run failed."""
+        return CallToolResult(
+            content=[TextContent(text=self.text())],
+            structured_content=self.structured(),
+            is_error=self.error is not None,
+        )
+
+
+def check_request(code: Any, inputs: Any, settings: CodeModeConfig) -> dict[str, Any]:
+    """Refuse a malformed request before any sandbox work; returns the inputs."""
+    if not isinstance(code, str) or not code.strip():
+        raise CodeError(
+            'run needs "code": a non-empty Python program (a string)', code=codes.CODE_BAD_INPUTS
+        )
+    if len(code) > settings.max_code_chars:
+        raise CodeError(
+            f"the program is {len(code)} characters, over [code_mode] max_code_chars "
+            f"({settings.max_code_chars})",
+            code=codes.CODE_TOO_LONG,
+            length=len(code),
+            limit=settings.max_code_chars,
+        )
+    if inputs is None:
+        return {}
+    if not isinstance(inputs, Mapping) or not all(isinstance(k, str) for k in inputs):
+        raise CodeError(
+            '"inputs" is a JSON object; the program reads it as inputs["name"]',
+            code=codes.CODE_BAD_INPUTS,
+        )
+    return dict(inputs)
+
+
+async def run_program(
+    sandbox: Sandbox,
+    federation: Federation,
+    settings: CodeModeConfig,
+    code: str,
+    inputs: Mapping[str, Any],
+    *,
+    run: RunId,
+) -> RunReport:
+    """Run ``code`` against ``federation`` under ``settings``; failures are in the report."""
+    started = time.perf_counter()
+    printed = Printed(settings.max_output_bytes)
+    value: Any = None
+    error: CodeError | None = None
+    async with anyio.create_task_group() as group:
+        bridge = Bridge(federation, settings, group)
+        try:
+            execution = await sandbox.execute(
+                code,
+                settings,
+                globals_=bridge.globals(inputs),
+                functions=bridge.functions(),
+                relayed=bridge.relayed,
+                printed=printed,
+            )
+            value, _ = encoded_value(execution.value, settings.max_output_bytes)
+        except CodeError as exc:
+            error = exc
+        finally:
+            group.cancel_scope.cancel()  # a call the program never awaited ends with the run
+    if bridge.limit_hit and (error is None or error.code != codes.CODE_CALL_LIMIT):
+        error = CodeError(
+            f"the run reached [code_mode] max_calls ({settings.max_calls}); its later calls "
+            "were refused",
+            code=codes.CODE_CALL_LIMIT,
+        )
+    elapsed = (time.perf_counter() - started) * 1000.0
+    return RunReport(run, value, printed.text, tuple(bridge.calls), elapsed, error)
