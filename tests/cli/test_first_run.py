@@ -349,3 +349,23 @@ def test_an_unfillable_variable_refuses_that_imported_server_only_with_a_hint_in
     assert "where Cartograph runs" in refused["needs_token"]
     assert ":-default" not in refused["needs_token"]  # Cursor and VS Code have no such form
     assert "config_input_variable" in refused["prompted"] and "api-key" in refused["prompted"]
+
+
+def test_adopt_leaves_a_server_with_a_vscode_input_in_the_client_file_and_moves_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calc = {"command": sys.executable, "args": [str(SCRIPTABLE)]}
+    servers = {"calc": calc, "prompted": {**calc, "env": {"KEY": "${input:api-key}"}}}
+    target = tmp_path / ".vscode" / "mcp.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps({"servers": servers}))
+    config = tmp_path / "cartograph.toml"
+    config.write_text('state_dir = "state"\n')
+    args = ["connect", "--client", "vscode", "--config", str(config), "--adopt"]
+    result = invoke(tmp_path, monkeypatch, *args, "--json")
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.stdout)
+    assert done["adopted"] == ["calc"] and list(done["kept"]) == ["prompted"]
+    assert "api-key" in done["kept"]["prompted"]
+    assert set(json.loads(target.read_text())["servers"]) == {"cartograph", "prompted"}
+    assert "calc" in config.read_text() and "prompted" not in config.read_text()

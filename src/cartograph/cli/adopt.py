@@ -11,7 +11,8 @@ the diff of both files and writes nothing.
 
 Folder variables (``${workspaceFolder}``, ``${userHome}``) are resolved for
 the client file they came from, and ``${env:VAR}`` becomes ``${VAR}``; a VS
-Code ``${input:id}`` cannot move (nobody would be prompted) and is refused.
+Code ``${input:id}`` cannot move (nobody would be prompted): that server stays in
+the client file, named with the reason, and the others move.
 A relative ``envFile`` is made absolute, as it was relative to the client file.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,6 +42,8 @@ class Adoption:
     old_client: str
     new_client: str
     moving: tuple[str, ...]
+    kept: dict[str, str] = field(default_factory=dict)
+    """Servers left in the client file, each with why it cannot move."""
 
 
 def plan_adoption(
@@ -57,12 +60,30 @@ def plan_adoption(
     from cartograph.config.mcp_json import is_cartograph_entry
 
     present = read_servers(client, client_file)
-    moving = {n: b for n, b in present.items() if not is_cartograph_entry(n, b)}
+    others = {n: b for n, b in present.items() if not is_cartograph_entry(n, b)}
+    kept = _unmovable(others, client_file)
+    moving = {n: b for n, b in others.items() if n not in kept}
     old_config = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
     new_config = old_config + adoption_toml(moving, client_file)
     _check_loads(new_config, config_path, moving)
     old_client, new_client = plan_edit(client, client_file, specs, remove=[*stale, *moving])
-    return Adoption(old_config, new_config, old_client, new_client, tuple(moving))
+    return Adoption(old_config, new_config, old_client, new_client, tuple(moving), kept)
+
+
+def _unmovable(servers: dict[str, Any], client_file: Path) -> dict[str, str]:
+    """Servers that cannot move (a VS Code ``${input:…}``), each with the refusal's message.
+
+    They stay in the client file, which can still prompt for them; the others move.
+    """
+    kept = {}
+    for name, body in servers.items():
+        try:
+            adoption_toml({name: body}, client_file)
+        except ConfigError as exc:
+            if exc.code != codes.CONFIG_INPUT_VARIABLE:
+                raise
+            kept[name] = exc.message
+    return kept
 
 
 def write_config(config_path: Path, adoption: Adoption) -> None:
@@ -71,6 +92,19 @@ def write_config(config_path: Path, adoption: Adoption) -> None:
         backup = config_path.with_name(config_path.name + ".bak")
         atomic_write_text(backup, adoption.old_config)
     atomic_write_text(config_path, adoption.new_config)
+
+
+def print_adoption(adoption: Adoption, config_path: Path, client_file: Path) -> None:
+    """What moved, what stayed and why, and the cards the moved servers now need."""
+    from cartograph.cli.output import stdout
+
+    moved = ", ".join(adoption.moving) or "none"
+    stdout.print(f"adopted into {config_path}: {moved}", highlight=False)
+    for name, reason in adoption.kept.items():
+        stdout.print(f"kept in {client_file}: {name}: {reason}", highlight=False, markup=False)
+    if adoption.moving:
+        servers = " ".join(f"--server {n}" for n in adoption.moving)
+        stdout.print(f"sign their cards: `cartograph bootstrap {servers}`", highlight=False)
 
 
 def adoption_toml(servers: dict[str, Any], client_file: Path) -> str:

@@ -462,7 +462,7 @@ def connect(
 def _adopt(
     connection: Connection, config_file: Path, dry_run: bool, project_file: Path, json_out: bool
 ) -> None:
-    from cartograph.cli.adopt import plan_adoption, write_config
+    from cartograph.cli.adopt import plan_adoption, print_adoption, write_config
 
     path = Path(connection.client_config)
     _, _, stale = connection_edit(connection)
@@ -477,15 +477,12 @@ def _adopt(
         return
     write_config(config_file, plan)
     done = _write_connection(connection, project_file, (plan.new_client, stale))
-    done |= {"config": str(config_file), "adopted": list(plan.moving)}
+    done |= {"config": str(config_file), "adopted": list(plan.moving), "kept": plan.kept}
     if json_out:
         print_json(done)
         return
     _print_written(done)
-    stdout.print(f"adopted into {config_file}: {', '.join(plan.moving) or 'none'}", highlight=False)
-    if plan.moving:
-        servers = " ".join(f"--server {n}" for n in plan.moving)
-        stdout.print(f"sign their cards: `cartograph bootstrap {servers}`", highlight=False)
+    print_adoption(plan, config_file, path)
 
 
 def _print_diffs(diffs: dict[Path, tuple[str, str]], json_out: bool) -> None:
