@@ -45,7 +45,7 @@ async def test_a_schema_loosened_in_place_after_the_validator_was_cached_is_caug
 async def test_each_tool_schema_is_compiled_once_and_reused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cartograph.server.runtime as runtime_module
+    import cartograph.calls.arguments as arguments_module
 
     compiled: list[str] = []
     from cartograph.calls.arguments import compile_validator as real
@@ -54,7 +54,7 @@ async def test_each_tool_schema_is_compiled_once_and_reused(
         compiled.append(str(schema))
         return real(schema)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runtime_module, "compile_validator", counting)
+    monkeypatch.setattr(arguments_module, "compile_validator", counting)
     async with running(tmp_path, scriptable("calc")) as h:
         for _ in range(3):
             assert text(await call(h, "calc", "add", a=1, b=2)) == "3"

@@ -20,6 +20,7 @@ from jsonschema.exceptions import SchemaError as JsonSchemaError
 from jsonschema.validators import validator_for
 
 from cartograph import error_codes as codes
+from cartograph.cards.model import ToolCard
 from cartograph.errors import ArgumentError
 
 META_KEYS: Final = ("server", "tool", "arguments")
@@ -165,6 +166,30 @@ def compile_validator(schema: Mapping[str, Any]) -> SchemaValidator | None:
         return validator
     except (JsonSchemaError, RecursionError, TypeError):
         return None
+
+
+class SchemaValidators:
+    """Each tool's compiled schema validator, built on first use (one catalog holds one).
+
+    An entry is reused while the card's tool entry is the same object; the
+    pipeline verifies that entry intact just before asking, so its schema
+    still holds the attested content. New cards: :meth:`clear`.
+    """
+
+    def __init__(self) -> None:
+        self._compiled: dict[tuple[str, str], tuple[ToolCard, SchemaValidator | None]] = {}
+
+    def get(self, server: str, tool_card: ToolCard) -> SchemaValidator | None:
+        key = (server, tool_card.name)
+        cached = self._compiled.get(key)
+        if cached is not None and cached[0] is tool_card:
+            return cached[1]
+        validator = compile_validator(tool_card.input_schema)
+        self._compiled[key] = (tool_card, validator)
+        return validator
+
+    def clear(self) -> None:
+        self._compiled.clear()
 
 
 def validate_arguments(

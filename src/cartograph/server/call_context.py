@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcp.shared.dispatcher import ProgressFnT
 
-Authorize = Callable[[str | None, str, str], None]
-"""``authorize(principal, catalog, proxy_tool_name)``; raises PolicyError to refuse."""
+from cartograph.calls.pipeline import Authorize as Authorize  # the mounts import it here
 
 
 @dataclass(frozen=True)

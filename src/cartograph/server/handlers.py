@@ -1,11 +1,15 @@
-"""The proxy's tool surface for one catalog: list, authorize, dispatch, audit.
+"""The proxy's tool surface for one catalog: list, then run each call through the pipeline.
 
-:class:`ProxyHandlers` is the one place a proxy tool call is authorized and
-audited — stdio, each HTTP per-catalog mount and the routed mount all end up
-here — so every call gets exactly one authorization decision and exactly one
-audit record naming the catalog it ran in (P-AUTH-3, P-LOG-2). Refusals and
-upstream failures come back as ``isError`` results carrying a stable code;
-the proxy itself keeps serving.
+:class:`ProxyHandlers` is where a proxy tool call enters the call pipeline
+(:mod:`cartograph.calls.pipeline`) — stdio, each HTTP per-catalog mount and
+the routed mount all end up here — so every call gets exactly one
+authorization decision and exactly one audit record naming the catalog it ran
+in (P-AUTH-3, P-LOG-2). The handlers are the pipeline's
+:class:`~cartograph.calls.pipeline.CallSite`: they hold the mount's settings
+and answer ``discover`` and ``status`` themselves; after the record they count
+the call for ``/metrics`` and tell learning. Refusals and upstream failures
+come back as ``isError`` results carrying a stable code; the proxy itself
+keeps serving.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import logging
 import time
 from typing import Any, Protocol, TypeVar
 
-import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import (
     CallToolResult,
@@ -32,32 +35,29 @@ from mcp.types import (
 )
 
 from cartograph import error_codes as codes
-from cartograph.calls.arguments import repair_meta_call
+from cartograph.calls.pipeline import carded, outcome_of, run_call
+from cartograph.calls.request import Answer, Call, CallRequest
 from cartograph.config.model import CatalogPolicy
 from cartograph.errors import (
     ArgumentError,
     AuditUnavailable,
     CartographError,
-    PolicyError,
-    UnknownToolError,
 )
 from cartograph.gateway.audit import (
     AuditSink,
-    write_record,
 )
 from cartograph.gateway.pool import partition_key
-from cartograph.gateway.results import error_code, error_result
+from cartograph.gateway.results import error_code
 from cartograph.server import metrics
 from cartograph.server.call_context import CALL_CONTEXT, Authorize, CallContext
-from cartograph.server.content_handlers import ContentHandlers, redact
+from cartograph.server.content_handlers import ContentHandlers
 from cartograph.server.discover_reply import discover_structured, discover_text
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import (
     ChangeListener,
     UpdateListener,
 )
-from cartograph.server.pending import PendingRecord, with_repairs
-from cartograph.server.runtime import CatalogRuntime, policy_allows
+from cartograph.server.runtime import CatalogRuntime
 from cartograph.server.tools import CALL, DISCOVER, MAX_K, PROXY_TOOLS, STATUS, proxy_tool
 from cartograph.telemetry import annotate, finish, span
 from cartograph.telemetry.spans import OUTCOME_OK
@@ -172,16 +172,15 @@ class ProxyHandlers(ContentHandlers):
             parts.append(f"`{names[STATUS]}` shows health and withheld tools.")
         return " ".join(parts)
 
-    def _bare_name(self, name: str) -> str:
-        prefix = self.tool_prefix or ""
-        return name[len(prefix) :] if prefix and name.startswith(prefix) else name
+    @property
+    def exposed(self) -> tuple[str, ...]:
+        """The proxy tools this mount serves (``policy.proxy_tools``), unprefixed."""
+        return self._exposed
 
-    def _proxy_name(self, name: str) -> str | None:
-        prefix = self.tool_prefix or ""
-        if not name.startswith(prefix):
-            return None
-        bare = name[len(prefix) :]
-        return bare if bare in self._exposed else None
+    @property
+    def answers(self) -> dict[str, Answer]:
+        """The proxy tools answered here; ``call`` is the one that goes upstream."""
+        return {DISCOVER: self._discover, STATUS: self._status}
 
     # -- dispatch ----------------------------------------------------------------
 
@@ -194,67 +193,37 @@ class ProxyHandlers(ContentHandlers):
         client: str | None = None,
         progress: ProgressFnT | None = None,
     ) -> CallToolResult:
-        """Authorize, run and audit one proxy tool call; refusals become error results."""
+        """Run one proxy tool call through the call pipeline; refusals become error results.
+
+        ``client`` and ``progress`` default to the transport's :data:`CALL_CONTEXT`.
+        """
         context = CALL_CONTEXT.get() or CallContext()
-        client = client if client is not None else context.client
-        progress = progress if progress is not None else context.progress
-        started = time.perf_counter()
-        record = PendingRecord(proxy_tool=name, arguments=arguments, trace=context.trace)
-        annotate(catalog=self.catalog)
-        try:
-            result = await self._dispatch(
-                name, arguments or {}, principal, client, progress, record
-            )
-        except CartographError as exc:
-            result = error_result(redact(exc, self.runtime))
-        except BaseException:
-            # Cancelled (the client gave up, or shutdown): still exactly one record.
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._audit(record, principal, None, started)
-                except AuditUnavailable as exc:
-                    logger.error("audit record lost for a cancelled call: %s", exc.message)
-            raise
-        try:
-            await self._audit(record, principal, result, started)
-        except AuditUnavailable as exc:  # neither stored nor spooled: the answer is withheld
-            logger.error("audit record lost for %s: %s", record.proxy_tool, exc.message)
-            result = error_result(exc)
-        self._observe(record, result, started)
+        request = CallRequest(
+            catalog=self.catalog,
+            principal=principal,
+            name=name,
+            arguments=arguments,
+            client=client if client is not None else context.client,
+            progress=progress if progress is not None else context.progress,
+            trace=context.trace,
+        )
+        return await self.run_call(request)
+
+    async def run_call(self, request: CallRequest) -> CallToolResult:
+        """Run ``request`` (for this catalog) through :mod:`cartograph.calls.pipeline`.
+
+        The pipeline authorizes, checks, forwards and writes the one audit
+        record; then the answered call is counted for ``/metrics`` and told to
+        learning. An answer withheld for want of an audit record teaches nothing.
+        """
+        call, result = await run_call(self, request)
+        self._observe(call, result)
         if result.is_error and error_code(result) == AuditUnavailable.code:
             return result
-        await self._learn(record, result, partition_key(principal, client) or "local")
+        await self._learn(call, result, partition_key(request.principal, request.client) or "local")
         return result
 
-    async def _dispatch(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        principal: str | None,
-        client: str | None,
-        progress: ProgressFnT | None,
-        record: PendingRecord,
-    ) -> CallToolResult:
-        # Authorize before anything else: a principal outside this catalog must not
-        # learn which tools its policy exposes (the refusal would differ otherwise).
-        if self.authorize is not None:
-            self.authorize(principal, self.catalog, self._bare_name(name))
-        bare = self._proxy_name(name)
-        if bare is None:
-            raise UnknownToolError(
-                f"this server has no tool {name!r}; its tools are "
-                f"{', '.join(t.name for t in self.list_tools())}",
-                code=codes.UNKNOWN_PROXY_TOOL,
-            )
-        record.proxy_tool = bare
-        annotate(proxy_tool=bare)
-        if bare == DISCOVER:
-            return await self._discover(arguments, record)
-        if bare == STATUS:
-            return self._status(arguments)
-        return await self._call(arguments, principal, client, progress, record)
-
-    async def _discover(self, arguments: dict[str, Any], record: PendingRecord) -> CallToolResult:
+    async def _discover(self, call: Call) -> CallToolResult:
         """Check the arguments here, then rank in a worker thread (P-REL-10).
 
         The length check runs first so an oversized task costs nothing but the
@@ -262,6 +231,7 @@ class ProxyHandlers(ContentHandlers):
         """
         from cartograph.index.discover import check_task_length
 
+        arguments = call.request.arguments or {}
         task = arguments.get("task")
         k = arguments.get("k")
         if not isinstance(task, str) or not task.strip():
@@ -278,7 +248,7 @@ class ProxyHandlers(ContentHandlers):
 
         def rank() -> CallToolResult:
             found = self.runtime.discover(task, k)
-            record.found = found
+            call.found = found
             return CallToolResult(
                 content=[TextContent(text=discover_text(found))],
                 # ids, scores and card provenance; the text above carries the arguments
@@ -291,7 +261,7 @@ class ProxyHandlers(ContentHandlers):
         }
         with span("discover", asked) as current:
             result = await run_cpu(rank, workers=settings.cpu_workers)
-            found = record.found
+            found = call.found
             if found is not None:  # counts only: the task text is the caller's argument
                 current.set_attributes(
                     {
@@ -303,13 +273,13 @@ class ProxyHandlers(ContentHandlers):
             finish(current, OUTCOME_OK)
         return result
 
-    def _status(self, arguments: dict[str, Any]) -> CallToolResult:
+    async def _status(self, call: Call) -> CallToolResult:
         """Totals and problems by default; every server with ``detail`` (status_view)."""
         import json
 
         from cartograph.server.status_view import compact_status
 
-        detail = arguments.get("detail", False)
+        detail = (call.request.arguments or {}).get("detail", False)
         if not isinstance(detail, bool):
             raise ArgumentError('"detail" must be true or false', code=codes.BAD_ARGUMENTS)
         report = self.runtime.status()
@@ -319,87 +289,36 @@ class ProxyHandlers(ContentHandlers):
             structured_content=view,
         )
 
-    async def _call(
-        self,
-        arguments: dict[str, Any],
-        principal: str | None,
-        client: str | None,
-        progress: ProgressFnT | None,
-        record: PendingRecord,
-    ) -> CallToolResult:
-        meta = repair_meta_call(arguments, self._known)
-        record.target(meta)
-        annotate(server=meta.server, tool=meta.tool)
-        if self.audit.degraded:  # fail closed before any upstream I/O (docs/fleet.md)
-            await anyio.to_thread.run_sync(self.audit.admit)
-        if not policy_allows(self.policy, meta.server, meta.tool):
-            raise PolicyError(
-                f"{meta.server}/{meta.tool} is not allowed in catalog {self.catalog!r} "
-                f'(catalogs[name="{self.catalog}"].policy allow/deny)',
-                code=codes.TOOL_DENIED,
-                server=meta.server,
-                tool=meta.tool,
-            )
-        result = await self.runtime.call(
-            meta.server,
-            meta.tool,
-            meta.arguments,
-            principal=principal,
-            client=client,
-            progress_callback=progress,
-        )
-        return with_repairs(result, meta)
-
     def _known_name(self, server: str, tool: str | None) -> bool:
         """Whether the federation has ``server`` (and ``tool`` on it): a metrics label."""
         if tool is None:
             return server in self.runtime.cards
-        return self._known(server, tool)
+        return carded(self.runtime, server, tool)
 
-    def _known(self, server: str, tool: str) -> bool:
-        card = self.runtime.cards.get(server)
-        return card is not None and card.body.tool(tool) is not None
-
-    async def _audit(
-        self,
-        record: PendingRecord,
-        principal: str | None,
-        result: CallToolResult | None,
-        started: float,
-    ) -> None:
-        """Write the call's one record; durable before the answer goes out."""
-        await write_record(self.audit, self._entry(record, principal, _outcome(result), started))
-
-    def _observe(self, record: PendingRecord, result: CallToolResult, started: float) -> None:
+    def _observe(self, call: Call, result: CallToolResult) -> None:
         """Count the answered call for ``/metrics`` (the facts of its audit record)."""
-        found = record.found
+        found = call.found
         metrics.observe(
             catalog=self.catalog,
-            proxy_tool=record.proxy_tool,
-            server=record.server,
-            tool=record.tool,
-            outcome=_outcome(result),
-            seconds=time.perf_counter() - started,
+            proxy_tool=call.proxy_tool,
+            server=call.server,
+            tool=call.tool,
+            outcome=outcome_of(result),
+            seconds=time.perf_counter() - call.started,
             abstained=bool(found.abstained) if found is not None else None,
             known=self._known_name,
         )
 
-    async def _learn(self, record: PendingRecord, result: CallToolResult, session: str) -> None:
+    async def _learn(self, call: Call, result: CallToolResult, session: str) -> None:
         """Tell learning what the session asked for and which calls then served it."""
         learning = self.runtime.learning
         if learning is None:
             return
         try:
-            if record.proxy_tool == DISCOVER and record.found is not None:
-                shown = [(t.server, t.tool) for t in record.found.tools]
-                await learning.record_discover(session, record.found.task, shown)
-            elif record.proxy_tool == CALL and record.server and record.tool:
-                await learning.record_call(session, record.server, record.tool, _outcome(result))
+            if call.proxy_tool == DISCOVER and call.found is not None:
+                shown = [(t.server, t.tool) for t in call.found.tools]
+                await learning.record_discover(session, call.found.task, shown)
+            elif call.proxy_tool == CALL and call.server and call.tool:
+                await learning.record_call(session, call.server, call.tool, outcome_of(result))
         except CartographError as exc:  # the usage log failed: the answer still goes out
-            logger.warning("learning could not log %s: %s", record.proxy_tool, exc.code)
-
-
-def _outcome(result: CallToolResult | None) -> str:
-    if result is None:
-        return "cancelled"
-    return error_code(result) or ("tool_error" if result.is_error else "ok")
+            logger.warning("learning could not log %s: %s", call.proxy_tool, exc.code)

@@ -2,9 +2,10 @@
 
 :class:`CatalogRuntime` is what the proxy's three tools run against. It
 never serves anything a verified card does not cover: ``discover`` searches
-an index built only from ``ok`` tools, and ``call`` re-checks the card's
-integrity, the tool's drift state and the arguments before the gateway does
-any upstream I/O. Whenever a session (re)opens, an upstream reports
+an index built only from ``ok`` tools, and a ``call`` re-checks the card's
+integrity, the tool's drift state and the arguments against it
+(:mod:`cartograph.calls.pipeline`) before the gateway does any upstream
+I/O. Whenever a session (re)opens, an upstream reports
 ``tools/list_changed``, or the re-list interval passes (``[gateway]
 relist_interval``: the one path that needs no cooperation from the upstream,
 whatever its protocol era), the server's tools are re-listed and re-compared
@@ -19,31 +20,27 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.shared.dispatcher import ProgressFnT
-from mcp.types import CallToolResult
 
 from cartograph import error_codes as codes
-from cartograph.calls.arguments import SchemaValidator, compile_validator, validate_arguments
+from cartograph.calls.arguments import SchemaValidators
+from cartograph.calls.pipeline import admit
 from cartograph.cards.drift import DriftReport, DriftView, check_drift, check_server_drift
-from cartograph.cards.model import ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
 from cartograph.config.model import CatalogPolicy, Config, ServerConfig, deny_disabled_tools
 from cartograph.errors import (
     CartographError,
     NameCollisionError,
-    UnknownToolError,
     UpstreamError,
     UsageLogError,
 )
 from cartograph.gateway.audit import AuditSink, Redactor
 from cartograph.gateway.gateway import Gateway
-from cartograph.gateway.pool import Opener, Upstream, default_opener, partition_key
+from cartograph.gateway.pool import Opener, Upstream, default_opener
 from cartograph.index.embedders.base import Embedder
 from cartograph.index.serving import (
     build_serving_index,
@@ -51,7 +48,7 @@ from cartograph.index.serving import (
     serving_cache,
     warm_up,
 )
-from cartograph.index.serving import policy_allows as policy_allows  # handlers import it here
+from cartograph.index.serving import policy_allows as policy_allows  # content_handlers imports it
 from cartograph.server import metrics
 from cartograph.server.catalog_status import CatalogFacts, catalog_status
 from cartograph.server.content_passthrough import ContentPassthrough
@@ -60,7 +57,6 @@ from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import CatalogContent
 from cartograph.server.serving_index import ServingIndex, ToolKey
 from cartograph.storage import open_audit, open_usage_store
-from cartograph.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from cartograph.index.cache import EmbeddingCache
@@ -69,17 +65,6 @@ if TYPE_CHECKING:
     from cartograph.learning.catalog import CatalogLearning
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class PendingCall:
-    """One ``call`` on its way through :meth:`CatalogRuntime.call_steps`."""
-
-    server: str
-    tool: str
-    arguments: dict[str, Any]
-    tool_card: ToolCard | None = None
-    """Set by the integrity step: the card's entry for this tool, verified intact."""
 
 
 class CatalogRuntime(ContentPassthrough):
@@ -122,11 +107,12 @@ class CatalogRuntime(ContentPassthrough):
             servers,
             opener=opener,
             on_open=self._on_open,
-            admit=self.admit,
+            admit=lambda server, tool: admit(self, server, tool),
             redactor=self.redactor,
             share_sessions=share_sessions,
         )
-        self._validators: dict[ToolKey, tuple[ToolCard, SchemaValidator | None]] = {}
+        self.validators = SchemaValidators()
+        """Each tool's compiled input-schema validator, for the call pipeline's ``validate``."""
         self._maintenance: asyncio.Task[None] | None = None
         self.learning: CatalogLearning | None = None
         """Learning from use (``[learning]``); None when off or its log cannot open."""
@@ -391,7 +377,7 @@ class CatalogRuntime(ContentPassthrough):
             )
         self.cards = cards
         self.card_errors = {k: v for k, v in errors.items() if k in self.servers}
-        self._validators.clear()
+        self.validators.clear()
         for server, live in list(self.live.items()):
             self.drift_view.update_server(
                 server, check_server_drift(cards, server, list(live.tools))
@@ -416,40 +402,7 @@ class CatalogRuntime(ContentPassthrough):
             workers=self.config.index.cpu_workers,
         )
 
-    def admit(self, server: str, tool: str) -> None:
-        """Raise unless ``server/tool`` is attested and its live definition still matches.
-
-        Cheap (no re-canonicalisation): the gateway re-runs it after every
-        (re)open; :meth:`call` checks the card's integrity once before that.
-        """
-        card = self.cards.get(server)
-        entry = self.drift.get(server, tool)
-        if card is None or card.body.tool(tool) is None:
-            if entry is not None:
-                raise entry.error()
-            hint = did_you_mean(tool, self._offered_tools(server), what="tools on it")
-            raise UnknownToolError(
-                f"no tool {tool!r} on server {server!r} in catalog {self.name!r}; "
-                f"{hint} (`discover` finds the right one)",
-                server=server,
-                tool=tool,
-            )
-        if entry is not None and not entry.exposed:
-            raise entry.error()
-
-    def _offered_tools(self, server: str) -> list[str]:
-        """Tools of ``server`` a suggestion may name: carded, exposed, allowed by policy."""
-        card = self.cards.get(server)
-        if card is None:
-            return []
-        return [
-            t.name
-            for t in card.body.tools
-            if policy_allows(self.policy, server, t.name)
-            and ((e := self.drift.get(server, t.name)) is None or e.exposed)
-        ]
-
-    # -- the three tools ---------------------------------------------------------
+    # -- discover and status ------------------------------------------------------
 
     def discover(
         self, task: str, k: int | None = None, *, method: str | None = None
@@ -477,86 +430,6 @@ class CatalogRuntime(ContentPassthrough):
         limit = min(want, ABSTAIN_SHOWN) if result.abstained else want
         kept = [t for t in result.tools if (t.server, t.tool) not in stale][:limit]
         return result.model_copy(update={"tools": kept})
-
-    async def call(
-        self,
-        server: str,
-        tool: str,
-        arguments: dict[str, Any],
-        *,
-        principal: str | None = None,
-        client: str | None = None,
-        progress_callback: ProgressFnT | None = None,
-    ) -> CallToolResult:
-        """Run :meth:`call_steps` in order, then forward; raises typed errors on refusal.
-
-        Every refusal happens before any upstream I/O. The handlers run their
-        own steps first (repairing a malformed meta-call, the catalog policy)
-        and the gateway its own after (breaker, bulkhead, deadline, result
-        limit): see docs/gateway.md.
-        """
-        pending = PendingCall(server, tool, arguments)
-        for step in self.call_steps():
-            step(pending)
-        partition = partition_key(principal, client)
-        return await self.gateway.call(
-            server, tool, arguments, client=partition, progress_callback=progress_callback
-        )
-
-    def call_steps(self) -> tuple[Callable[[PendingCall], None], ...]:
-        """The checks of a ``call``, in the order they run; each raises to refuse."""
-        return (
-            self._step_known_server,
-            self._step_card_intact,
-            self._step_admitted,
-            self._step_arguments_match,
-        )
-
-    def _step_known_server(self, call: PendingCall) -> None:
-        """The server is in this catalog (else ``unknown_server``, with a did-you-mean)."""
-        if call.server not in self.servers:
-            raise UnknownToolError(
-                f"no server {call.server!r} in catalog {self.name!r}; "
-                f"{did_you_mean(call.server, self.servers, what='servers in it')}",
-                code=codes.UNKNOWN_SERVER,
-                server=call.server,
-            )
-
-    def _step_card_intact(self, call: PendingCall) -> None:
-        """P-SIG-3: what this call serves (signature, header, this tool) is re-checked."""
-        if call.server in self.cards:
-            call.tool_card = self.cards.ensure_tool_intact(call.server, call.tool)
-
-    def _step_admitted(self, call: PendingCall) -> None:
-        """The tool is attested and its live definition still matches the card."""
-        self.admit(call.server, call.tool)
-
-    def _step_arguments_match(self, call: PendingCall) -> None:
-        """The arguments match the attested input schema (``bad_arguments`` shows it)."""
-        tool_card = call.tool_card
-        assert tool_card is not None  # admit() refuses a tool the card does not have
-        validate_arguments(
-            call.server,
-            call.tool,
-            tool_card.input_schema,
-            call.arguments,
-            tool_card.example,
-            validator=self._validator(call.server, tool_card),
-        )
-
-    def _validator(self, server: str, tool_card: ToolCard) -> SchemaValidator | None:
-        """The tool's compiled schema validator, built on first use.
-
-        Reused while the card's tool entry is the same object; it was verified
-        intact just before this, so its schema still holds the attested content.
-        """
-        key = (server, tool_card.name)
-        cached = self._validators.get(key)
-        if cached is not None and cached[0] is tool_card:
-            return cached[1]
-        validator = compile_validator(tool_card.input_schema)
-        self._validators[key] = (tool_card, validator)
-        return validator
 
     def status(self) -> dict[str, Any]:
         """Everything an operator needs at a glance; no secrets (P-LOG-1)."""

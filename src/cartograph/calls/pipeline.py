@@ -1,0 +1,403 @@
+"""The ordered steps of one proxy tool call, and its one audit record.
+
+Every caller runs :func:`run_call`: the ``call`` tool of each mount (stdio,
+each HTTP per-catalog endpoint), the routed mount once it has resolved the
+catalog (it hands the call to that catalog's mount), and generated stubs
+(which send ``call`` over MCP). So every decision about a call is made here,
+once, in this order; each step raises a :class:`~cartograph.errors.CartographError`
+to refuse, and every refusal comes before any upstream I/O::
+
+    authorize     the principal may use this proxy tool in this catalog (P-AUTH-3)
+    resolve       the proxy tool exposed here; for ``call``, the meta-call read and
+                  repaired into server, tool and arguments
+    -- discover and status are answered by the mount here; a tool call goes on --
+    audit_open    fail closed while the audit trail cannot keep one more record
+    policy        the catalog's allow/deny over server/tool
+    known_server  the server is in this catalog
+    card_intact   the card's signature, header and this tool's entry (P-SIG-3)
+    drift         the tool is attested and its live definition still matches
+    validate      the arguments match the attested input schema (P-TOOL-1)
+    (secret scan) goes here, when it lands (see TOOL_CALL)
+    forward       the gateway: breaker, bulkhead, pool partition, deadline
+    note_repairs  the repairs ``resolve`` made, told beside the upstream's result
+
+then, however the call ended (refused, failed, answered, cancelled), its one
+audit record (P-LOG-2), durable before the answer goes out.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Protocol
+
+import anyio
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.types import CallToolResult, TextContent
+
+from cartograph import error_codes as codes
+from cartograph.calls.arguments import (
+    MetaCall,
+    SchemaValidators,
+    repair_meta_call,
+    validate_arguments,
+)
+from cartograph.calls.request import Answer, Call, CallRequest
+from cartograph.cards.drift import DriftReport
+from cartograph.cards.verified import VerifiedCards
+from cartograph.config.model import CatalogPolicy, ServerConfig
+from cartograph.errors import (
+    AuditUnavailable,
+    CartographError,
+    PolicyError,
+    UnknownToolError,
+)
+from cartograph.gateway.audit import (
+    AuditRecord,
+    AuditSink,
+    Redactor,
+    argument_shape,
+    utc_now,
+    write_record,
+)
+from cartograph.gateway.pool import partition_key
+from cartograph.gateway.results import error_code, error_result
+from cartograph.index.serving import policy_allows
+from cartograph.suggest import did_you_mean
+from cartograph.telemetry import annotate
+
+logger = logging.getLogger(__name__)
+
+Authorize = Callable[[str | None, str, str], None]
+"""``authorize(principal, catalog, proxy_tool_name)``; raises PolicyError to refuse."""
+
+
+class Forwarder(Protocol):
+    """What ``forward`` sends a call through (``gateway.gateway.Gateway`` is one)."""
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        client: str | None = None,
+        progress_callback: ProgressFnT | None = None,
+    ) -> CallToolResult: ...
+
+
+class CatalogState(Protocol):
+    """What the steps read from one catalog, live (``server.runtime.CatalogRuntime`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def servers(self) -> Mapping[str, ServerConfig]: ...
+    @property
+    def cards(self) -> VerifiedCards: ...
+    @property
+    def drift(self) -> DriftReport: ...
+    @property
+    def policy(self) -> CatalogPolicy: ...
+    @property
+    def gateway(self) -> Forwarder: ...
+    @property
+    def redactor(self) -> Redactor: ...
+    @property
+    def validators(self) -> SchemaValidators: ...
+
+
+class CallSite(Protocol):
+    """Where calls arrive: one catalog's tool surface (``server.handlers.ProxyHandlers``).
+
+    Read at every call, so a mount's settings changed while it serves apply
+    to the next call.
+    """
+
+    @property
+    def catalog(self) -> str: ...
+    @property
+    def policy(self) -> CatalogPolicy: ...
+    @property
+    def audit(self) -> AuditSink: ...
+    @property
+    def authorize(self) -> Authorize | None: ...
+    @property
+    def tool_prefix(self) -> str | None: ...
+    @property
+    def exposed(self) -> tuple[str, ...]:
+        """The proxy tools this mount serves, unprefixed."""
+
+    @property
+    def answers(self) -> Mapping[str, Answer]:
+        """The exposed proxy tools the mount answers itself; every other one is a tool call."""
+
+    @property
+    def runtime(self) -> CatalogState: ...
+
+
+Step = Callable[[CallSite, Call], Awaitable[None]]
+
+
+# -- admission: every proxy tool -------------------------------------------------------
+
+
+async def authorize(site: CallSite, call: Call) -> None:
+    """The principal may use this proxy tool in this catalog (P-AUTH-3).
+
+    First of all: a principal outside this catalog must not learn which
+    tools its policy exposes (the refusal would differ otherwise).
+    """
+    if site.authorize is None:
+        return
+    name, prefix = call.request.name, site.tool_prefix or ""
+    bare = name[len(prefix) :] if prefix and name.startswith(prefix) else name
+    site.authorize(call.request.principal, site.catalog, bare)
+
+
+async def resolve(site: CallSite, call: Call) -> None:
+    """The proxy tool the name means here; for a tool call, its target (``bad_meta_call``)."""
+    name, prefix = call.request.name, site.tool_prefix or ""
+    bare = name[len(prefix) :] if name.startswith(prefix) else None
+    if bare is None or bare not in site.exposed:
+        raise UnknownToolError(
+            f"this server has no tool {name!r}; its tools are "
+            f"{', '.join(prefix + tool for tool in site.exposed)}",
+            code=codes.UNKNOWN_PROXY_TOOL,
+        )
+    call.proxy_tool = bare
+    annotate(proxy_tool=bare)
+    call.answer = site.answers.get(bare)
+    if call.answer is None:
+        catalog = site.runtime
+        call.target = repair_meta_call(call.request.arguments, lambda s, t: carded(catalog, s, t))
+        annotate(server=call.target.server, tool=call.target.tool)
+
+
+def carded(catalog: CatalogState, server: str, tool: str) -> bool:
+    """Whether ``server`` has a verified card listing ``tool`` (drifted or not)."""
+    card = catalog.cards.get(server)
+    return card is not None and card.body.tool(tool) is not None
+
+
+# -- a tool call ---------------------------------------------------------------------
+
+
+async def audit_open(site: CallSite, call: Call) -> None:
+    """Fail closed before any upstream I/O while the audit trail is degraded (docs/fleet.md)."""
+    if site.audit.degraded:
+        await anyio.to_thread.run_sync(site.audit.admit)
+
+
+async def policy(site: CallSite, call: Call) -> None:
+    """The catalog's allow/deny over ``server/tool`` (``tool_denied``)."""
+    target = call.resolved
+    if not policy_allows(site.policy, target.server, target.tool):
+        raise PolicyError(
+            f"{target.server}/{target.tool} is not allowed in catalog {site.catalog!r} "
+            f'(catalogs[name="{site.catalog}"].policy allow/deny)',
+            code=codes.TOOL_DENIED,
+            server=target.server,
+            tool=target.tool,
+        )
+
+
+async def known_server(site: CallSite, call: Call) -> None:
+    """The server is in this catalog (else ``unknown_server``, with a did-you-mean)."""
+    server, catalog = call.resolved.server, site.runtime
+    if server not in catalog.servers:
+        raise UnknownToolError(
+            f"no server {server!r} in catalog {catalog.name!r}; "
+            f"{did_you_mean(server, catalog.servers, what='servers in it')}",
+            code=codes.UNKNOWN_SERVER,
+            server=server,
+        )
+
+
+async def card_intact(site: CallSite, call: Call) -> None:
+    """P-SIG-3: what this call serves (signature, header, this tool) is re-checked."""
+    target, cards = call.resolved, site.runtime.cards
+    if target.server in cards:
+        call.tool_card = cards.ensure_tool_intact(target.server, target.tool)
+
+
+async def drift(site: CallSite, call: Call) -> None:
+    """The tool is attested and its live definition still matches the card."""
+    admit(site.runtime, call.resolved.server, call.resolved.tool)
+
+
+def admit(catalog: CatalogState, server: str, tool: str) -> None:
+    """Raise unless ``server/tool`` is attested and its live definition still matches.
+
+    Cheap (no re-canonicalisation), so the gateway re-runs it after every
+    (re)open of a session, when a restarted upstream may have changed its
+    tools; ``card_intact`` checks the card's integrity once before that.
+    """
+    card = catalog.cards.get(server)
+    entry = catalog.drift.get(server, tool)
+    if card is None or card.body.tool(tool) is None:
+        if entry is not None:
+            raise entry.error()
+        hint = did_you_mean(tool, _offered_tools(catalog, server), what="tools on it")
+        raise UnknownToolError(
+            f"no tool {tool!r} on server {server!r} in catalog {catalog.name!r}; "
+            f"{hint} (`discover` finds the right one)",
+            server=server,
+            tool=tool,
+        )
+    if entry is not None and not entry.exposed:
+        raise entry.error()
+
+
+def _offered_tools(catalog: CatalogState, server: str) -> list[str]:
+    """Tools of ``server`` a suggestion may name: carded, exposed, allowed by policy."""
+    card = catalog.cards.get(server)
+    if card is None:
+        return []
+    return [
+        t.name
+        for t in card.body.tools
+        if policy_allows(catalog.policy, server, t.name)
+        and ((e := catalog.drift.get(server, t.name)) is None or e.exposed)
+    ]
+
+
+async def validate(site: CallSite, call: Call) -> None:
+    """The arguments match the attested input schema (``bad_arguments`` shows it)."""
+    target, tool_card = call.resolved, call.tool_card
+    assert tool_card is not None  # drift refuses a tool the card does not have
+    validate_arguments(
+        target.server,
+        target.tool,
+        tool_card.input_schema,
+        target.arguments,
+        tool_card.example,
+        validator=site.runtime.validators.get(target.server, tool_card),
+    )
+
+
+async def forward(site: CallSite, call: Call) -> None:
+    """Send it upstream through the gateway, on the caller's pool partition."""
+    target, request = call.resolved, call.request
+    call.result = await site.runtime.gateway.call(
+        target.server,
+        target.tool,
+        target.arguments,
+        client=partition_key(request.principal, request.client),
+        progress_callback=request.progress,
+    )
+
+
+async def note_repairs(site: CallSite, call: Call) -> None:
+    """Say what the meta-call repair changed, beside the upstream's own content."""
+    assert call.result is not None  # forward set it
+    call.result = with_repairs(call.result, call.resolved)
+
+
+def with_repairs(result: CallToolResult, meta: MetaCall) -> CallToolResult:
+    """``result`` with the repairs in ``_meta["cartograph/repaired"]`` and a last text block."""
+    if not meta.repairs:
+        return result
+    note = {"cartograph/repaired": list(meta.repairs)}
+    text = TextContent(text=f"[cartograph repaired this call: {'; '.join(meta.repairs)}]")
+    return result.model_copy(
+        update={"meta": {**(result.meta or {}), **note}, "content": [*result.content, text]}
+    )
+
+
+ADMISSION: Final[tuple[Step, ...]] = (authorize, resolve)
+"""What every proxy tool goes through; ``discover`` and ``status`` are then answered."""
+
+TOOL_CALL: Final[tuple[Step, ...]] = (
+    audit_open,
+    policy,
+    known_server,
+    card_intact,
+    drift,
+    validate,
+    # The secret scan goes here: it reads call.resolved.arguments once they are known to
+    # match the attested schema, and refuses (raises) before forward sends them anywhere.
+    forward,
+    note_repairs,
+)
+"""What a tool call goes through after admission, in order."""
+
+STEPS: Final[tuple[Step, ...]] = (*ADMISSION, *TOOL_CALL)
+
+
+# -- running them, and the one record ----------------------------------------------------
+
+
+async def run_call(site: CallSite, request: CallRequest) -> tuple[Call, CallToolResult]:
+    """Run ``request`` through the steps at ``site``, then write its one audit record.
+
+    Refusals and upstream failures come back as ``isError`` results carrying
+    a stable code (secrets redacted); only cancellation propagates, after its
+    record is written. When the record can be neither stored nor spooled the
+    answer is withheld: the result is then ``audit_unavailable``.
+    """
+    if request.catalog != site.catalog:
+        raise ValueError(f"a call for catalog {request.catalog!r} cannot run in {site.catalog!r}")
+    call = Call(request)
+    annotate(catalog=site.catalog)
+    try:
+        result = await _answer(site, call)
+    except CartographError as exc:
+        result = error_result(_redacted(exc, site.runtime.redactor))
+    except BaseException:
+        # Cancelled (the client gave up, or shutdown): still exactly one record.
+        with anyio.CancelScope(shield=True):
+            try:
+                await write_record(site.audit, audit_record(call, outcome_of(None)))
+            except AuditUnavailable as exc:
+                logger.error("audit record lost for a cancelled call: %s", exc.message)
+        raise
+    try:
+        await write_record(site.audit, audit_record(call, outcome_of(result)))
+    except AuditUnavailable as exc:  # neither stored nor spooled: the answer is withheld
+        logger.error("audit record lost for %s: %s", call.proxy_tool, exc.message)
+        result = error_result(exc)
+    return call, result
+
+
+async def _answer(site: CallSite, call: Call) -> CallToolResult:
+    for step in ADMISSION:
+        await step(site, call)
+    if call.answer is not None:
+        return await call.answer(call)
+    for step in TOOL_CALL:
+        await step(site, call)
+    assert call.result is not None  # forward set it
+    return call.result
+
+
+def audit_record(call: Call, outcome: str) -> AuditRecord:
+    """The call's record: what was known when it ended, the arguments as their shape only."""
+    request = call.request
+    return AuditRecord(
+        time=utc_now(),
+        catalog=request.catalog,
+        principal=request.principal,
+        proxy_tool=call.proxy_tool,
+        server=call.server,
+        tool=call.tool,
+        duration_ms=round((time.perf_counter() - call.started) * 1000.0, 3),
+        outcome=outcome,
+        arguments=argument_shape(call.arguments),
+        repairs=call.repairs,
+        trace=request.trace,
+    )
+
+
+def outcome_of(result: CallToolResult | None) -> str:
+    """The record's ``outcome``: ``ok``, the refusal's code, ``tool_error`` or ``cancelled``."""
+    if result is None:
+        return "cancelled"
+    return error_code(result) or ("tool_error" if result.is_error else "ok")
+
+
+def _redacted(exc: CartographError, redactor: Redactor) -> CartographError:
+    exc.message = redactor(exc.message)
+    exc.details = redactor.data(exc.details)
+    return exc
