@@ -393,6 +393,12 @@ RESOURCE_URI_AMBIGUOUS: Final = _code(
 PROMPT_NAME_AMBIGUOUS: Final = _code(
     "prompt_name_ambiguous", "a prompt name with control or format characters, or not in NFC"
 )
+RESOURCE_URI_TOO_LONG: Final = _code(
+    "resource_uri_too_long", "a resource URI over 8192 characters, refused before it is read"
+)
+PROMPT_NAME_TOO_LONG: Final = _code(
+    "prompt_name_too_long", "a prompt name over 8192 characters, refused before it is read"
+)
 CATALOG_FORBIDDEN: Final = _code("catalog_forbidden", "the principal may not use that catalog")
 CATALOG_REQUIRED: Final = _code("catalog_required", "the request must name a catalog")
 BAD_TOKEN: Final = _code("bad_token", "the bearer token is not valid here")

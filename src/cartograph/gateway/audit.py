@@ -21,6 +21,7 @@ from typing import Any, Final, Protocol
 import anyio
 
 from cartograph.config.model import Config
+from cartograph.echo import echoed, echoed_or_none
 from cartograph.fsutil import make_private_dirs
 
 MAX_SHAPE_DEPTH: Final = 4
@@ -38,7 +39,7 @@ def argument_shape(value: Any, depth: int = 0) -> Any:
         if depth >= MAX_SHAPE_DEPTH:
             return "object"
         keys = sorted(value, key=str)[:MAX_SHAPE_KEYS]
-        return {str(k): argument_shape(value[k], depth + 1) for k in keys}
+        return {echoed(str(k)): argument_shape(value[k], depth + 1) for k in keys}
     if isinstance(value, list | tuple):
         if depth >= MAX_SHAPE_DEPTH or not value:
             return "array"
@@ -127,6 +128,18 @@ class AuditRecord:
     path: str | None = None
     trace: str | None = None
     """The W3C ``traceparent`` the client sent in the request's ``_meta``, when it sent one."""
+
+    def __post_init__(self) -> None:
+        """Names a caller chose are kept to :data:`~cartograph.echo.MAX_ECHO` characters.
+
+        A record is one line: a 200 KB resource URI or tool name is recorded by its
+        start, its length and its SHA-256 (:func:`~cartograph.echo.echoed`), for every sink.
+        """
+        for name in _CALLER_NAMED:
+            value = getattr(self, name)
+            bounded = echoed_or_none(value)
+            if bounded is not value:
+                object.__setattr__(self, name, bounded)
 
 
 class AuditSink(Protocol):
@@ -232,6 +245,7 @@ class AuditLog:
 
 _FIELDS: Final = tuple(f.name for f in fields(AuditRecord))
 _OPTIONAL: Final = ("http_status", "path", "trace")
+_CALLER_NAMED: Final = ("catalog", "principal", "proxy_tool", "server", "tool", "outcome", "path")
 
 
 def kept_records(sink: AuditSink | None) -> list[AuditRecord]:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from mcp.types import CallToolResult, TextContent
 
+from cartograph.echo import MAX_MESSAGE, echoed
 from cartograph.errors import CartographError
 from cartograph.gateway.audit import Redactor
 
@@ -88,13 +89,28 @@ def _cut_utf8(text: str, max_bytes: int) -> str:
 
 
 def error_result(exc: CartographError, **extra: Any) -> CallToolResult:
-    """An ``isError`` result for a refusal or failure; the text is what the agent reads."""
-    data = {**exc.to_dict(), **extra}
+    """An ``isError`` result for a refusal or failure; the text is what the agent reads.
+
+    The message is kept to :data:`~cartograph.echo.MAX_MESSAGE` characters and each
+    text detail to its echoed form: neither repeats a huge name the caller sent.
+    """
+    message = echoed(exc.message, MAX_MESSAGE)
+    data = {**_bounded(exc.to_dict()), **extra, "message": message}
     return CallToolResult(
-        content=[TextContent(text=f"error ({exc.code}): {exc.message}")],
+        content=[TextContent(text=f"error ({exc.code}): {message}")],
         structured_content={"error": _json_safe(data)},
         is_error=True,
     )
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str):
+        return echoed(value)
+    if isinstance(value, dict):
+        return {k: _bounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_bounded(v) for v in value]
+    return value
 
 
 def _json_safe(value: Any) -> Any:

@@ -29,10 +29,17 @@ from mcp.types import (
 
 from cartograph import error_codes as codes
 from cartograph.config.model import CatalogPolicy
+from cartograph.echo import echoed
 from cartograph.errors import CartographError, PolicyError, UnknownToolError
 from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now, write_record
 from cartograph.server.call_context import Authorize, current_client
-from cartograph.server.content_names import canonical_prompt, canonical_server, canonical_uri
+from cartograph.server.content_names import (
+    MAX_URI_CHARS,
+    canonical_prompt,
+    canonical_server,
+    canonical_uri,
+    check_uri_length,
+)
 from cartograph.server.passthrough import (
     ChangeListener,
     UpdateListener,
@@ -158,11 +165,16 @@ class ContentHandlers:
 
     def _resource_target(self, uri: str, record: PendingRecord) -> tuple[str, str]:
         """``(server, canonical upstream URI)``: what policy judges, the record names and
-        the upstream is sent (P-URI-1); an ambiguous spelling is recorded as it came."""
+        the upstream is sent (P-URI-1); an ambiguous spelling is recorded as it came
+        (bounded: the record keeps a long name's start and digest, see cartograph.echo).
+        A URI over the length limit is refused before it is split or read."""
+        if len(uri) > MAX_URI_CHARS:
+            record.tool = uri  # the record builder keeps its start, length and digest
+            check_uri_length(uri)
         parts = split_resource_uri(uri)
         if parts is None or parts[0] != self.catalog:
             raise UnknownToolError(
-                f"no resource {uri!r} in catalog {self.catalog!r}; its resources are "
+                f"no resource {echoed(uri)!r} in catalog {self.catalog!r}; its resources are "
                 f"cartograph://{self.catalog}/<server>/<uri> (see resources/list)",
                 code=codes.UNKNOWN_RESOURCE,
             )
@@ -237,7 +249,7 @@ class ContentHandlers:
         parts = split_prompt_name(name, self.tool_prefix)
         if parts is None:
             raise UnknownToolError(
-                f"no prompt {name!r} in catalog {self.catalog!r}; prompts are named "
+                f"no prompt {echoed(name)!r} in catalog {self.catalog!r}; prompts are named "
                 f"{self.tool_prefix or ''}<server>/<prompt> (see prompts/list)",
                 code=codes.UNKNOWN_PROMPT,
             )
@@ -261,7 +273,7 @@ class ContentHandlers:
             canonical_prompt(f"{server}/{name}")
         if not policy_allows(self.policy, server, name):
             raise PolicyError(
-                f"{server}/{name} is not allowed in catalog {self.catalog!r} "
+                f"{echoed(f'{server}/{name}')} is not allowed in catalog {self.catalog!r} "
                 f'(catalogs[name="{self.catalog}"].policy allow/deny)',
                 code=codes.RESOURCE_DENIED if kind == "resources" else codes.PROMPT_DENIED,
                 server=server,

@@ -37,10 +37,19 @@ import unicodedata
 from typing import Final, NoReturn
 
 from cartograph import error_codes as codes
+from cartograph.echo import echoed
 from cartograph.errors import PolicyError
 
 UNRESERVED: Final = frozenset(string.ascii_letters + string.digits + "-._~")
 """RFC 3986 §2.3: an escape of one of these is the character itself."""
+
+MAX_URI_CHARS: Final = 8192
+"""The longest resource URI (or prompt name) a client may name, checked before any other work.
+
+Far above what an upstream lists (the limit of common HTTP servers' request lines),
+and far below what costs the event loop time to normalise: several megabytes took a
+second (issue 24). Longer is refused (``resource_uri_too_long``) and echoed bounded.
+"""
 
 AMBIGUOUS_ESCAPES: Final = frozenset({0x2F, 0x5C, 0x25, 0x7F, *range(0x20)})
 """Escapes refused before the query: ``/``, ``\\``, ``%`` and the control bytes."""
@@ -67,13 +76,15 @@ def canonical_uri(uri: str) -> str:
     """The canonical spelling of an upstream resource URI or URI template.
 
     Raises :class:`~cartograph.errors.PolicyError` (``resource_uri_ambiguous``)
-    for a spelling that two readers could take for two resources.
+    for a spelling that two readers could take for two resources, and
+    (``resource_uri_too_long``) for one over :data:`MAX_URI_CHARS`.
     """
+    check_uri_length(uri)
     try:
         return _canonical(uri)
     except _Ambiguous as why:
         raise PolicyError(
-            f"resource URI {uri!r} is refused: {why}, which upstreams read in different "
+            f"resource URI {echoed(uri)!r} is refused: {why}, which upstreams read in different "
             "ways; ask for the resource as resources/list spells it",
             code=codes.RESOURCE_URI_AMBIGUOUS,
             reason=str(why),
@@ -86,7 +97,7 @@ def canonical_server(name: str) -> str:
         _check_characters(name)
     except _Ambiguous as why:
         raise PolicyError(
-            f"the server part {name!r} of a resource URI is refused: {why}; "
+            f"the server part {echoed(name)!r} of a resource URI is refused: {why}; "
             "ask for the resource as resources/list spells it",
             code=codes.RESOURCE_URI_AMBIGUOUS,
             reason=str(why),
@@ -95,18 +106,40 @@ def canonical_server(name: str) -> str:
 
 
 def canonical_prompt(name: str) -> str:
-    """``name`` itself, or :class:`PolicyError` (``prompt_name_ambiguous``) if it is ambiguous."""
+    """``name`` itself, or :class:`PolicyError` (``prompt_name_ambiguous``) if it is ambiguous.
+
+    A name over :data:`MAX_URI_CHARS` is refused first (``prompt_name_too_long``).
+    """
+    if len(name) > MAX_URI_CHARS:
+        raise PolicyError(
+            f"prompt name {echoed(name)!r} is refused: it is longer than {MAX_URI_CHARS} "
+            "characters; ask for the prompt as prompts/list spells it",
+            code=codes.PROMPT_NAME_TOO_LONG,
+            limit=MAX_URI_CHARS,
+        )
     try:
         _check_characters(name)
         if unicodedata.normalize("NFC", name) != name:
             _refuse("it is not in Unicode NFC")
     except _Ambiguous as why:
         raise PolicyError(
-            f"prompt name {name!r} is refused: {why}; ask for the prompt as prompts/list spells it",
+            f"prompt name {echoed(name)!r} is refused: {why}; "
+            "ask for the prompt as prompts/list spells it",
             code=codes.PROMPT_NAME_AMBIGUOUS,
             reason=str(why),
         ) from None
     return name
+
+
+def check_uri_length(uri: str) -> None:
+    """Refuse (``resource_uri_too_long``) a URI over :data:`MAX_URI_CHARS`, before reading it."""
+    if len(uri) > MAX_URI_CHARS:
+        raise PolicyError(
+            f"resource URI {echoed(uri)!r} is refused: it is longer than {MAX_URI_CHARS} "
+            "characters; ask for the resource as resources/list spells it",
+            code=codes.RESOURCE_URI_TOO_LONG,
+            limit=MAX_URI_CHARS,
+        )
 
 
 def remove_dot_segments(path: str) -> str:
@@ -211,9 +244,11 @@ def _check_characters(text: str) -> None:
 
 __all__ = [
     "AMBIGUOUS_ESCAPES",
+    "MAX_URI_CHARS",
     "UNRESERVED",
     "canonical_prompt",
     "canonical_server",
     "canonical_uri",
+    "check_uri_length",
     "remove_dot_segments",
 ]

@@ -24,6 +24,7 @@ from mcp.types import (
 from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
 from cartograph.config.model import Config, ServerConfig
+from cartograph.echo import echoed
 from cartograph.errors import ResultTooLarge, UnknownToolError
 from cartograph.gateway.gateway import Gateway
 from cartograph.gateway.pool import Upstream, partition_key
@@ -56,7 +57,7 @@ class ContentPassthrough:
     def _content_server(self, server: str, what: str) -> None:
         if server not in self.servers or server not in self.cards:
             raise UnknownToolError(
-                f"no server {server!r} in catalog {self.name!r} serves {what}; "
+                f"no server {echoed(server)!r} in catalog {self.name!r} serves {what}; "
                 "list them again (resources/list, prompts/list)",
                 code=codes.UNKNOWN_SERVER,
                 server=server,
@@ -93,10 +94,11 @@ class ContentPassthrough:
         async def get(session: Upstream) -> GetPromptResult:
             return await session.get_prompt(name, arguments, timeout=timeout)
 
+        what = f"prompts/get {echoed(name)}"
         result = await self.gateway.request(
-            server, get, client=partition_key(principal, client), what=f"prompts/get {name}"
+            server, get, client=partition_key(principal, client), what=what
         )
-        return self._bounded(server, f"prompts/get {name}", result)
+        return self._bounded(server, what, result)
 
     async def complete(
         self,
@@ -120,7 +122,7 @@ class ContentPassthrough:
         async def complete(session: Upstream) -> CompleteResult:
             return await session.complete(ref, argument, context_arguments, timeout=timeout)
 
-        what = f"completion/complete {argument.name}"
+        what = f"completion/complete {echoed(argument.name)}"
         return await self.gateway.request(
             server, complete, client=partition_key(principal, client), what=what
         )

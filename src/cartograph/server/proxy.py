@@ -44,6 +44,7 @@ from mcp.types import (
 
 from cartograph import __version__
 from cartograph import error_codes as codes
+from cartograph.echo import MAX_MESSAGE, echoed
 from cartograph.errors import CallError, CartographError, PolicyError, UpstreamRefused
 from cartograph.gateway.pool import SESSIONLESS_CLIENT
 from cartograph.gateway.results import error_result
@@ -151,7 +152,7 @@ def build_proxy_server(
         except CartographError as exc:
             return error_result(exc)
         except Exception as exc:  # the proxy must outlive any bug in one call
-            logger.exception("proxy tool %s failed", params.name)
+            logger.exception("proxy tool %s failed", echoed(params.name))
             return error_result(
                 CartographError(f"internal error: {type(exc).__name__}", code=codes.INTERNAL_ERROR)
             )
@@ -291,18 +292,19 @@ def _as_rpc_error(method: str) -> Iterator[None]:
     """A refusal or upstream failure as the JSON-RPC error the client expects.
 
     ``data.code`` carries Cartograph's stable code; an upstream's own "no"
-    keeps the upstream's JSON-RPC code (e.g. -32602, unknown resource).
+    keeps the upstream's JSON-RPC code (e.g. -32602, unknown resource). The
+    message is kept to :data:`~cartograph.echo.MAX_MESSAGE` characters.
     """
     try:
         yield
     except UpstreamRefused as exc:
         raise MCPError(
-            exc.details.get("rpc_code", INVALID_PARAMS), exc.message, _data(exc)
+            exc.details.get("rpc_code", INVALID_PARAMS), _message(exc), _data(exc)
         ) from None
     except (CallError, PolicyError) as exc:
-        raise MCPError(INVALID_PARAMS, exc.message, _data(exc)) from None
+        raise MCPError(INVALID_PARAMS, _message(exc), _data(exc)) from None
     except CartographError as exc:
-        raise MCPError(INTERNAL_ERROR, exc.message, _data(exc)) from None
+        raise MCPError(INTERNAL_ERROR, _message(exc), _data(exc)) from None
     except MCPError:
         raise
     except Exception as exc:  # the proxy must outlive any bug in one request
@@ -310,6 +312,10 @@ def _as_rpc_error(method: str) -> Iterator[None]:
         raise MCPError(
             INTERNAL_ERROR, f"internal error: {type(exc).__name__}", {"code": codes.INTERNAL_ERROR}
         ) from None
+
+
+def _message(exc: CartographError) -> str:
+    return echoed(exc.message, MAX_MESSAGE)
 
 
 def _data(exc: CartographError) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from mcp.types import (
 
 from cartograph import error_codes as codes
 from cartograph.config.catalog_rules import ROUTED_NAME
+from cartograph.echo import echoed
 from cartograph.errors import (
     CallError,
     CartographError,
@@ -205,8 +206,8 @@ class RoutedHandlers:
         if value is None:
             raise _Refused(
                 CallError(
-                    f"{tool!r} needs a {CATALOG_ARGUMENT!r} argument on this server: one of "
-                    f"{listed}.",
+                    f"{echoed(tool)!r} needs a {CATALOG_ARGUMENT!r} argument on this server: "
+                    f"one of {listed}.",
                     code=codes.CATALOG_REQUIRED,
                     catalogs=list(reachable),
                 )
@@ -343,7 +344,7 @@ class RoutedHandlers:
         surface = dict(self._content_targets()).get(parts[0]) if parts is not None else None
         if surface is None:  # no such catalog, or one this principal cannot reach: the same
             error = UnknownToolError(
-                f"no resource {uri!r} here; see resources/list", code=codes.UNKNOWN_RESOURCE
+                f"no resource {echoed(uri)!r} here; see resources/list", code=codes.UNKNOWN_RESOURCE
             )
             known = parts is not None and parts[0] in self._targets
             refused = _Refused(

@@ -20,6 +20,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, Server
 from mcp.types import CallToolResult
 from opentelemetry.trace import SpanKind
 
+from cartograph.echo import echoed
 from cartograph.gateway.results import error_code
 from cartograph.telemetry import finish, parent_from, request_fields, span
 from cartograph.telemetry.spans import OUTCOME_OK, TOOL_ERROR
@@ -66,8 +67,9 @@ def install(middleware: list[ServerMiddleware[Any]]) -> None:
 
 
 def _target(ctx: Ctx) -> str | None:
+    """The tool or prompt the request names, kept to its echoed form (the span's name)."""
     name = ctx.params.get("name") if ctx.params else None
-    return name if isinstance(name, str) else None
+    return echoed(name) if isinstance(name, str) else None
 
 
 def _mapping(value: Any) -> Mapping[str, Any] | None:

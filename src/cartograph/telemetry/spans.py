@@ -19,6 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from cartograph import __version__
+from cartograph.echo import echoed
 from cartograph.telemetry import logs
 
 TRACER_NAME: Final = "cartograph"
@@ -78,9 +79,10 @@ def code_of(exc: BaseException) -> str:
 def annotate(**facts: Attribute | None) -> None:
     """Add ``facts`` to the current span (as ``cartograph.<name>``) and to the request's log fields.
 
-    ``None`` values are skipped, so callers pass what they know without checks.
+    ``None`` values are skipped, so callers pass what they know without checks. A text
+    value (a server, tool or resource a caller named) is kept to its :func:`echoed` form.
     """
-    known = {key: value for key, value in facts.items() if value is not None}
+    known = _clean(facts)
     if not known:
         return
     logs.add_fields(**known)
@@ -144,4 +146,9 @@ def current_ids() -> tuple[str, str] | None:
 
 
 def _clean(attributes: Mapping[str, Attribute | None]) -> dict[str, Attribute]:
-    return {key: value for key, value in attributes.items() if value is not None}
+    """The attributes that are set, each text kept to its :func:`echoed` form."""
+    return {
+        key: echoed(value) if isinstance(value, str) else value
+        for key, value in attributes.items()
+        if value is not None
+    }
