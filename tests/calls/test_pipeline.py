@@ -21,6 +21,7 @@ from cartograph.calls.pipeline import (
     drift,
     forward,
     known_server,
+    limit,
     note_repairs,
     policy,
     resolve,
@@ -32,10 +33,10 @@ from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.drift import DriftReport, check_drift
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
-from cartograph.config.model import CatalogPolicy, ServerConfig
+from cartograph.config.model import CatalogPolicy, GatewayConfig, ServerConfig
 from cartograph.errors import AuditUnavailable, CartographError
 from cartograph.gateway.audit import AuditLog, AuditRecord, Redactor
-from cartograph.gateway.results import error_code
+from cartograph.gateway.results import TRUNCATION_META_KEY, error_code
 
 ADD = ToolDef(
     name="add",
@@ -53,6 +54,7 @@ CALC = ServerDef(name="calc", tools=(ADD,))
 class FakeGateway:
     """Records what was forwarded; answers ``sum`` unless told to wait for cancellation."""
 
+    settings: GatewayConfig = field(default_factory=GatewayConfig)
     sent: list[tuple[str, str, dict[str, Any], str | None]] = field(default_factory=list)
     hang: bool = False
     entered: anyio.Event = field(default_factory=anyio.Event)
@@ -210,6 +212,22 @@ async def test_forward_sends_the_target_on_the_callers_partition() -> None:
 
 
 @pytest.mark.anyio
+async def test_limit_redacts_an_upstream_error_and_cuts_an_oversized_result() -> None:
+    site = _site()
+    site.runtime.redactor = Redactor(["sk-live-secret"])
+    site.runtime.gateway.settings = GatewayConfig(max_result_bytes=1024)
+    failed, big = _resolved(), _resolved()
+    failed.result = CallToolResult(
+        content=[TextContent(text="bad key sk-live-secret")], isError=True
+    )
+    big.result = CallToolResult(content=[TextContent(text="x" * 4096)])
+    await limit(site, failed)
+    await limit(site, big)
+    assert [getattr(b, "text", "") for b in failed.result.content] == ["bad key [redacted]"]
+    assert big.result.meta is not None and TRUNCATION_META_KEY in big.result.meta
+
+
+@pytest.mark.anyio
 async def test_note_repairs_tells_them_after_the_upstream_content() -> None:
     call = _resolved()
     call.target = MetaCall("calc", "add", {}, repairs=("`arguments` was missing; used {}",))
@@ -233,6 +251,7 @@ def test_the_steps_run_in_the_documented_order() -> None:
         "drift",
         "validate",
         "forward",
+        "limit",
         "note_repairs",
     ]
 

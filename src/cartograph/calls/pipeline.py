@@ -19,6 +19,7 @@ to refuse, and every refusal comes before any upstream I/O::
     validate      the arguments match the attested input schema (P-TOOL-1)
     (secret scan) goes here, when it lands (see TOOL_CALL)
     forward       the gateway: breaker, bulkhead, pool partition, deadline
+    limit         an upstream error result redacted, a result over the size limit cut
     note_repairs  the repairs ``resolve`` made, told beside the upstream's result
 
 then, however the call ended (refused, failed, answered, cancelled), its one
@@ -46,7 +47,7 @@ from cartograph.calls.arguments import (
 from cartograph.calls.request import Answer, Call, CallRequest
 from cartograph.cards.drift import DriftReport
 from cartograph.cards.verified import VerifiedCards
-from cartograph.config.model import CatalogPolicy, ServerConfig
+from cartograph.config.model import CatalogPolicy, GatewayConfig, ServerConfig
 from cartograph.errors import (
     AuditUnavailable,
     CartographError,
@@ -62,7 +63,12 @@ from cartograph.gateway.audit import (
     write_record,
 )
 from cartograph.gateway.pool import partition_key
-from cartograph.gateway.results import error_code, error_result
+from cartograph.gateway.results import (
+    error_code,
+    error_result,
+    limit_result,
+    redact_error_result,
+)
 from cartograph.index.serving import policy_allows
 from cartograph.suggest import did_you_mean
 from cartograph.telemetry import annotate
@@ -75,6 +81,10 @@ Authorize = Callable[[str | None, str, str], None]
 
 class Forwarder(Protocol):
     """What ``forward`` sends a call through (``gateway.gateway.Gateway`` is one)."""
+
+    @property
+    def settings(self) -> GatewayConfig:
+        """``[gateway]``: ``limit`` reads ``max_result_bytes`` here."""
 
     async def call(
         self,
@@ -289,6 +299,18 @@ async def forward(site: CallSite, call: Call) -> None:
     )
 
 
+async def limit(site: CallSite, call: Call) -> None:
+    """Redact an upstream error result (P-LOG-1); cut one over the size limit (P-REL-5).
+
+    The limit is ``[gateway] max_result_bytes``; a cut result says so in a
+    marker block and ``_meta["cartograph/truncated"]``.
+    """
+    assert call.result is not None  # forward set it
+    catalog = site.runtime
+    redacted = redact_error_result(call.result, catalog.redactor)
+    call.result = limit_result(redacted, catalog.gateway.settings.max_result_bytes)
+
+
 async def note_repairs(site: CallSite, call: Call) -> None:
     """Say what the meta-call repair changed, beside the upstream's own content."""
     assert call.result is not None  # forward set it
@@ -319,6 +341,7 @@ TOOL_CALL: Final[tuple[Step, ...]] = (
     # The secret scan goes here: it reads call.resolved.arguments once they are known to
     # match the attested schema, and refuses (raises) before forward sends them anywhere.
     forward,
+    limit,
     note_repairs,
 )
 """What a tool call goes through after admission, in order."""

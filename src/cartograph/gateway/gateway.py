@@ -1,15 +1,16 @@
 """The gateway: every upstream call goes through here, pooled or one-shot.
 
 Per upstream it keeps a circuit breaker and a bulkhead; every call has a
-deadline; results over the size limit are cut with a marker. In pooled mode
+deadline. In pooled mode
 sessions come from an :class:`~cartograph.gateway.pool.UpstreamPool`; in
 one-shot mode each call spawns, connects, lists (to re-check drift), invokes
 and tears down, exactly as the paper's gateway did — kept so the two can be
 measured side by side.
 
 The gateway raises typed :class:`~cartograph.errors.UpstreamError`\\ s and
-never decides policy, attestation or argument validity: the runtime does
-that before any call reaches here.
+never decides policy, attestation or argument validity: the call pipeline
+(:mod:`cartograph.calls.pipeline`) does that before any call reaches here,
+and hands the gateway its ``drift`` check to re-run after every (re)open.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from opentelemetry.trace import Span
 from cartograph import error_codes as codes
 from cartograph.config.model import GatewayConfig, ServerConfig
 from cartograph.errors import (
-    UnknownToolError,
     UpstreamError,
     UpstreamRefused,
     UpstreamTimeout,
@@ -47,7 +47,6 @@ from cartograph.gateway.pool import (
     client_of,
     default_opener,
 )
-from cartograph.gateway.results import limit_result, redact_error_result
 from cartograph.telemetry import finish, span
 from cartograph.telemetry.spans import OUTCOME_OK, TOOL_ERROR
 
@@ -156,10 +155,12 @@ class Gateway:
         client: str | None = None,
         progress_callback: ProgressFnT | None = None,
     ) -> CallToolResult:
-        """Forward one call; the upstream's result comes back unchanged unless oversized.
+        """Forward one call; the upstream's result comes back as it came.
 
         Raises :class:`UpstreamError` subclasses (timeout, unavailable, protocol,
-        circuit open, overloaded) with secrets redacted from their messages.
+        circuit open, overloaded) with secrets redacted from their messages. The
+        result's size limit and the redaction of an error result are the call
+        pipeline's ``limit`` step, after this.
         """
         cfg = self._server(server)
 
@@ -171,9 +172,7 @@ class Gateway:
         with upstream_span(cfg, "tools/call", tool) as current:
             result = await self._guarded(cfg, invoke, client=client, what=tool, admit=tool)
             finish(current, TOOL_ERROR if result.is_error else OUTCOME_OK)
-        return limit_result(
-            redact_error_result(result, self.redactor), self.settings.max_result_bytes
-        )
+        return result
 
     async def request(
         self, server: str, operation: Operation[_T], *, client: str | None, what: str
@@ -226,14 +225,11 @@ class Gateway:
         return result
 
     def _server(self, server: str) -> ServerConfig:
-        cfg = self.servers.get(server)
-        if cfg is None:
-            raise UnknownToolError(
-                f"no upstream server named {server!r}; call `discover` to find tools",
-                code=codes.UNKNOWN_SERVER,
-                server=server,
-            )
-        return cfg
+        """The server's config; callers refuse an unknown server first, with its own code.
+
+        (The call pipeline's ``known_server`` step; the content passthrough's check.)
+        """
+        return self.servers[server]
 
     async def _dispatch(
         self,
