@@ -13,9 +13,10 @@ catalogs' tools once, and every tool gains a ``catalog`` argument:
   tool off is refused by that catalog (which audits it) and the routed view
   names the tool, the catalog and the config key;
 * once ``catalog`` is resolved the call goes into that catalog's own
-  :class:`ToolSurface` (its ``ProxyHandlers``), the same path its per-catalog
-  endpoint uses, so exactly one authorization decision and one audit record
-  happen, at the target, naming the real catalog;
+  :class:`ToolSurface` (its ``ProxyHandlers``, so the call pipeline of
+  :mod:`cartograph.calls.pipeline`), the same path its per-catalog endpoint
+  uses, so exactly one authorization decision and one audit record happen,
+  at the target, naming the real catalog;
 * a principal sees only the catalogs it reaches (P-AUTH-5): the ``catalog``
   enum, the tool union, every error and the instructions are built from them,
   and a catalog it cannot reach is answered exactly like one that does not
@@ -50,6 +51,8 @@ from mcp.types import (
 )
 
 from cartograph import error_codes as codes
+from cartograph.calls.pipeline import audit_record
+from cartograph.calls.request import Call, CallRequest
 from cartograph.config.catalog_rules import ROUTED_NAME
 from cartograph.echo import echoed
 from cartograph.errors import (
@@ -59,13 +62,7 @@ from cartograph.errors import (
     PolicyError,
     UnknownToolError,
 )
-from cartograph.gateway.audit import (
-    AuditRecord,
-    AuditSink,
-    argument_shape,
-    utc_now,
-    write_record,
-)
+from cartograph.gateway.audit import AuditSink, write_record
 from cartograph.gateway.results import error_code, error_result
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.call_context import CALL_CONTEXT
@@ -233,22 +230,11 @@ class RoutedHandlers:
         principal: str | None,
         started: float,
     ) -> None:
+        """One record for a request refused here, built as the call pipeline builds its own."""
         if self._audit is None:
             return
-        await write_record(
-            self._audit,
-            AuditRecord(
-                time=utc_now(),
-                catalog=refused.catalog,
-                principal=principal,
-                proxy_tool=tool,
-                server=None,
-                tool=None,
-                duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
-                outcome=refused.outcome,
-                arguments=argument_shape(arguments),
-            ),
-        )
+        request = CallRequest(refused.catalog, principal, tool, arguments)
+        await write_record(self._audit, audit_record(Call(request, started), refused.outcome))
 
     def _explain_unknown(
         self, tool: str, catalog: str, refusal: CallToolResult, reachable: Sequence[str]
