@@ -16,7 +16,7 @@ import pytest
 import cartograph
 
 EXPORTS: dict[str, list[str]] = {
-    "cartograph.calls": ["validate_arguments"],
+    "cartograph.calls": ["STEPS", "Call", "CallRequest", "run_call", "validate_arguments"],
     "cartograph.cards": [
         "Capability",
         "Card",
