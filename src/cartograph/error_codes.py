@@ -93,6 +93,12 @@ SESSION_LIMIT: Final = _code("session_limit", "a session cap (per principal or t
 STUB_ERROR: Final = _code("stub_error", "stub generation refused")
 DEMO_FAILED: Final = _code("demo_failed", "a `cartograph demo` check failed")
 USAGE_LOG: Final = _code("usage_log", "the learning usage log cannot be used")
+STATE_FILE_UNSAFE: Final = _code(
+    "state_file_unsafe", "a state-directory file is a symlink out of it or not a regular file"
+)
+STATE_FILE_TOO_LARGE: Final = _code(
+    "state_file_too_large", "a state-directory file is over its size limit; not read"
+)
 
 # --- config files and command-line configuration ----------------------------------------
 CONFIG_MISSING: Final = _code(

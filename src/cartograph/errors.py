@@ -45,6 +45,7 @@ when it is raised and what the user does about it.
     ├── DemoError                   a `cartograph demo` check failed (what an agent should see)
     ├── CodeError                   a code-mode run failed: the program, a limit, the write gate
     ├── UsageLogError               the learning usage log cannot be opened, migrated or written
+    ├── StateFileError              a state-directory file over its size limit, or not safe to read
     └── StorageError                the shared database ([storage] url) cannot be used
         └── AuditUnavailable        an audit record can be neither stored nor spooled: fail closed
 """
@@ -468,6 +469,19 @@ class UsageLogError(CartographError):
     code = codes.USAGE_LOG
 
 
+class StateFileError(CartographError):
+    """A file the state directory feeds the serving path is not read (P-REL-13).
+
+    Raised by :func:`cartograph.fsutil.read_bounded` for a file over its size limit
+    (``state_file_too_large``), a device, FIFO or folder in a file's place, or a
+    symlink out of the state directory (``state_file_unsafe``). The reader treats
+    the file as damaged (a reply table or index is rebuilt or bypassed, a card is
+    not served) and logs the code; the operator removes or replaces the file.
+    """
+
+    code = codes.STATE_FILE_UNSAFE
+
+
 class StorageError(CartographError):
     """The shared database of ``[storage] url`` cannot be used.
 
@@ -516,6 +530,7 @@ __all__ = [
     "RollbackError",
     "SessionLimitError",
     "SignatureError",
+    "StateFileError",
     "StorageError",
     "StubError",
     "ToolFailed",

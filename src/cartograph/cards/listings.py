@@ -19,7 +19,8 @@ from cartograph.cards.digest import tool_pins
 from cartograph.cards.model import ToolCard
 from cartograph.cards.store import CARD_SUFFIX, card_filename
 from cartograph.catalog.model import ServerDef, ToolDef
-from cartograph.fsutil import atomic_write_text
+from cartograph.errors import StateFileError
+from cartograph.fsutil import atomic_write_text, read_bounded
 
 LISTINGS_DIR: Final = ".listings"
 MAX_LISTING_BYTES: Final = 8 * 1024 * 1024
@@ -40,10 +41,10 @@ def attested_tool(cards_root: Path, server: str, card_tool: ToolCard) -> ToolDef
     """The tool as listed at attestation, if saved and matching the card's signed pins."""
     path = listing_path(cards_root, server)
     try:
-        if path.stat().st_size > MAX_LISTING_BYTES:
-            return None
-        listed = ServerDef.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError):
+        listed = ServerDef.model_validate_json(
+            read_bounded(path, MAX_LISTING_BYTES, inside=cards_root)
+        )
+    except (OSError, StateFileError, ValidationError):
         return None
     tool = next((t for t in listed.tools if t.name == card_tool.name), None)
     if tool is None or tool_pins(tool) != card_tool.pins:

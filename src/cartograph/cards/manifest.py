@@ -60,8 +60,14 @@ from cartograph.cards.store import (
 )
 from cartograph.cards.trust import TrustSet
 from cartograph.cards.verified import CardSummary, PinnedCard, VerifiedCards
-from cartograph.errors import CardError, CardFormatError, RollbackError, SignatureError
-from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, make_private_dirs
+from cartograph.errors import (
+    CardError,
+    CardFormatError,
+    RollbackError,
+    SignatureError,
+    StateFileError,
+)
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, make_private_dirs, read_bounded
 
 MANIFEST_FILE: Final = "manifest.json"
 ACCEPTED_MANIFEST_FILE: Final = "manifest.accepted.json"
@@ -157,9 +163,9 @@ def _write_reply_table(store: CardStore, card: Card, digest: str) -> str:
     data = render_reply_table(card, digest)
     path = reply_table_path(store, card.server)
     try:
-        same = path.read_bytes() == data
-    except OSError:
-        same = False
+        same = read_bounded(path, len(data), inside=store.root) == data
+    except (OSError, StateFileError):
+        same = False  # rewritten: os.replace puts a file where a link or device was
     if not same:
         make_private_dirs(path.parent)
         atomic_write_bytes(path, data, mode=PRIVATE_FILE_MODE)
@@ -183,7 +189,7 @@ def _unchanged_manifest(
     """The manifest on disk when ``key`` signed it and it pins exactly ``cards``, else None."""
     try:
         existing = read_manifest(store, trust)
-        signer = loads_strict((store.root / MANIFEST_FILE).read_bytes())["signature"]["key_id"]
+        signer = loads_strict(read_card_bytes(store.root / MANIFEST_FILE))["signature"]["key_id"]
     except (CardError, KeyError, TypeError, OSError):
         return None
     if signer != key.key_id:
@@ -199,7 +205,7 @@ def _current_version(store: CardStore) -> int:
     path = store.root / MANIFEST_FILE
     if path.exists():
         try:
-            raw = loads_strict(path.read_bytes())
+            raw = loads_strict(read_card_bytes(path))
             seen = max(seen, int(raw["body"]["version"]))
         except (CardError, KeyError, TypeError, ValueError):
             pass
@@ -293,7 +299,7 @@ def _accepted(store: CardStore) -> dict[str, Any]:
     path = store.root / ACCEPTED_MANIFEST_FILE
     if not path.exists():
         return {}
-    raw = loads_strict(path.read_bytes())
+    raw = loads_strict(read_card_bytes(path))
     return raw if isinstance(raw, dict) else {}
 
 
@@ -371,7 +377,7 @@ def _pinned(
     store.check_rollback(proof, accepted.get(server, {}))
     replies = None
     if entry.replies is not None:
-        replies = ReplyPin(reply_table_path(store, server), entry.replies)
+        replies = ReplyPin(reply_table_path(store, server), entry.replies, store.root)
     return PinnedCard(proof, file_sha256, lambda: read_card_bytes(path), entry.summary, replies)
 
 

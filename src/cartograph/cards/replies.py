@@ -23,7 +23,10 @@ hands out can change what a later answer serves (P-SIG-3).
 
 A table that is missing, changed or malformed raises :class:`CardError`
 (``reply_table_damaged``); the caller logs it and serves that server from its
-verified card instead — a damaged table is never served. A manifest entry
+verified card instead — a damaged table is never served. So does one over
+:data:`MAX_REPLY_TABLE_BYTES`, a device or FIFO in its place, or a symlink out of
+the cards folder (P-REL-13): at most the limit plus one byte is read, and the log
+line carries the cause's code (``state_file_too_large``, ``state_file_unsafe``). A manifest entry
 without ``replies`` (written before tables existed) is served from the card.
 """
 
@@ -37,12 +40,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from cartograph import error_codes as codes
+from cartograph.cards.canonical import MAX_CARD_BYTES
 from cartograph.cards.model import Card
-from cartograph.errors import CardError
+from cartograph.errors import CardError, StateFileError
+from cartograph.fsutil import read_bounded
 
 REPLIES_DIR: Final = "replies"
 REPLY_SUFFIX: Final = ".replies.json"
 REPLY_TABLE_TYPE: Final = "cartograph/card-replies/v1"
+MAX_REPLY_TABLE_BYTES: Final = 2 * MAX_CARD_BYTES
+"""A table holds less than its card, but each fragment is JSON text inside JSON (quotes doubled)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,8 @@ class ReplyPin:
 
     path: Path
     sha256: str
+    inside: Path | None = None
+    """The folder the table must resolve inside (the cards folder); None: the table's own."""
 
 
 def tool_reply(card: Card, tool: str) -> ToolReply | None:
@@ -144,7 +153,9 @@ def read_reply_table(pin: ReplyPin, server: str, digest: str) -> ReplyTable:
     not the pinned ones, or it names another server or card.
     """
     try:
-        data = pin.path.read_bytes()
+        data = read_bounded(pin.path, MAX_REPLY_TABLE_BYTES, inside=pin.inside or pin.path.parent)
+    except StateFileError as exc:
+        raise _damaged(server, f"is not read ({exc.code})", cause=exc.code) from exc
     except OSError as exc:
         raise _damaged(server, f"cannot be read ({exc.strerror})") from exc
     if hashlib.sha256(data).hexdigest() != pin.sha256:
@@ -167,16 +178,18 @@ def read_reply_table(pin: ReplyPin, server: str, digest: str) -> ReplyTable:
     return table
 
 
-def _damaged(server: str, why: str) -> CardError:
+def _damaged(server: str, why: str, **details: str) -> CardError:
     return CardError(
         f"the reply table for {server!r} {why}; its tools are served from the verified card "
         f"(re-run `cartograph bootstrap` to rewrite the table)",
         code=codes.REPLY_TABLE_DAMAGED,
         server=server,
+        **details,
     )
 
 
 __all__ = [
+    "MAX_REPLY_TABLE_BYTES",
     "REPLIES_DIR",
     "REPLY_SUFFIX",
     "REPLY_TABLE_TYPE",

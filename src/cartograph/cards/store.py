@@ -34,8 +34,8 @@ from cartograph.cards.signing import (
 )
 from cartograph.cards.trust import TrustSet
 from cartograph.cards.verified import VerifiedCards
-from cartograph.errors import CardError, CardFormatError, RollbackError
-from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
+from cartograph.errors import CardError, CardFormatError, RollbackError, StateFileError
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, read_bounded
 
 CARD_SUFFIX: Final = ".card.json"
 ACCEPTED_FILE: Final = "accepted.json"
@@ -255,16 +255,13 @@ def read_card_bytes(path: Path) -> bytes:
 
 
 def _read_limited(path: Path) -> bytes:
+    """At most :data:`MAX_CARD_BYTES` of a regular file inside its folder (P-REL-5, P-REL-13)."""
     try:
-        size = path.stat().st_size
+        return read_bounded(path, MAX_CARD_BYTES, inside=path.parent)
     except FileNotFoundError as exc:
         raise CardError(
             f"{path}: no card; run `cartograph bootstrap`", code=codes.CARD_MISSING
         ) from exc
-    if size > MAX_CARD_BYTES:
-        raise CardFormatError(
-            f"{path}: card file is {size} bytes, over the {MAX_CARD_BYTES} byte limit",
-            code=codes.CARD_TOO_LARGE,
-        )
-    with path.open("rb") as handle:
-        return handle.read(MAX_CARD_BYTES + 1)
+    except StateFileError as exc:
+        code = codes.CARD_TOO_LARGE if exc.code == codes.STATE_FILE_TOO_LARGE else exc.code
+        raise CardFormatError(exc.message, code=code) from exc

@@ -29,8 +29,8 @@ from typing import Any, Final
 
 from cartograph import error_codes as codes
 from cartograph.cards.keys import VerifyingKey
-from cartograph.errors import KeyFileError, RevokedKeyError, UnknownKeyError
-from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_text
+from cartograph.errors import KeyFileError, RevokedKeyError, StateFileError, UnknownKeyError
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_text, read_bounded
 
 MAX_TRUST_FILE_BYTES: Final = 1024 * 1024
 
@@ -105,10 +105,12 @@ def load_trust(path: Path) -> TrustSet:
     """Load a trust file; a missing file is an empty trust set (which verifies nothing)."""
     if not path.exists():
         return TrustSet()
-    if path.stat().st_size > MAX_TRUST_FILE_BYTES:
-        raise KeyFileError(f"{path}: trust file is too large", code=codes.TRUST_FILE)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_bounded(path, MAX_TRUST_FILE_BYTES)  # a regular file, bounded (P-REL-13)
+    except StateFileError as exc:
+        raise KeyFileError(f"{path}: trust file is not read: {exc}", code=codes.TRUST_FILE) from exc
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise KeyFileError(f"{path}: not valid TOML: {exc}", code=codes.TRUST_FILE) from exc
     keys = tuple(_trusted_key(path, entry) for entry in _entries(path, raw, "keys"))

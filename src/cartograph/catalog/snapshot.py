@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 from cartograph import error_codes as codes
 from cartograph.catalog.model import Catalog
-from cartograph.errors import CatalogError
-from cartograph.fsutil import atomic_write_text
+from cartograph.errors import CatalogError, StateFileError
+from cartograph.fsutil import atomic_write_text, read_bounded
 from cartograph.validation import first_problem
 
 MAX_CATALOG_BYTES: Final = 64 * 1024 * 1024
@@ -25,19 +25,20 @@ MAX_CATALOG_BYTES: Final = 64 * 1024 * 1024
 def load_catalog(path: Path) -> Catalog:
     """Load a snapshot, failing with an error that names the file and the problem."""
     try:
-        size = path.stat().st_size
+        data = read_bounded(path, MAX_CATALOG_BYTES)  # a regular file, bounded (P-REL-13)
     except OSError as exc:
         raise CatalogError(
             f"{path}: cannot read catalog snapshot ({exc.strerror}); check the --catalog path",
             code=codes.CATALOG_UNREADABLE,
         ) from exc
-    if size > MAX_CATALOG_BYTES:
+    except StateFileError as exc:
+        too_large = exc.code == codes.STATE_FILE_TOO_LARGE
         raise CatalogError(
-            f"{path}: catalog snapshot is {size} bytes, over the {MAX_CATALOG_BYTES} byte limit",
-            code=codes.CATALOG_TOO_LARGE,
-        )
+            f"{path}: catalog snapshot not read: {exc.message}",
+            code=codes.CATALOG_TOO_LARGE if too_large else codes.CATALOG_UNREADABLE,
+        ) from exc
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CatalogError(f"{path}: not valid JSON: {exc}", code=codes.CATALOG_JSON) from exc
     try:

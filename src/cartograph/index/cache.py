@@ -17,23 +17,29 @@ every segment but the largest is merged, which keeps merges small.
 
 The cache is only an accelerator: a segment that cannot be read, or whose
 shape does not fit the model, is ignored (its texts are embedded again), and
-the index can always be rebuilt from the cards alone.
+the index can always be rebuilt from the cards alone. So is one over
+:data:`MAX_SEGMENT_BYTES`, a device or FIFO, or a symlink out of its folder
+(P-REL-13, logged with its code): a segment's size must be exactly what its
+header says before its keys are read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
+import os
 import re
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import numpy as np
 
-from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
+from cartograph.errors import StateFileError
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, open_bounded
 from cartograph.index.embedders.base import Embedder, Vectors
 
 CACHE_DIRNAME: Final = "embeddings"
@@ -43,10 +49,14 @@ DEFAULT_BATCH_SIZE: Final = 64
 DEFAULT_FLUSH_EVERY: Final = 8192
 MAX_SEGMENTS: Final = 32
 READ_CHUNK_ROWS: Final = 4096
+MAX_SEGMENT_BYTES: Final = 4 * 1024 * 1024 * 1024
+"""One segment: ~2.7M texts at 384 dimensions (a merge of 100k tools' two views is 310 MB)."""
 
 _MAGIC: Final = b"CGEMB1\x00\x00"
 _HEADER: Final = struct.Struct("<8sII")
 _KEY_BYTES: Final = 32
+
+_log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` over the texts that needed embedding."""
@@ -148,25 +158,32 @@ def _write_segment(folder: Path, keys: Sequence[bytes], vectors: Vectors) -> Pat
 def _read_keys(path: Path, dim: int) -> list[bytes] | None:
     """A segment's keys, or None if the file is damaged or holds another width."""
     try:
-        with path.open("rb") as handle:
+        with _open_segment_file(path) as handle:
             head = handle.read(_HEADER.size)
             if len(head) != _HEADER.size:
                 return None
             magic, seg_dim, count = _HEADER.unpack(head)
             expected = _HEADER.size + count * (_KEY_BYTES + 4 * seg_dim)
-            if magic != _MAGIC or seg_dim != dim or path.stat().st_size != expected:
+            if magic != _MAGIC or seg_dim != dim or os.fstat(handle.fileno()).st_size != expected:
                 return None
             blob = handle.read(count * _KEY_BYTES)
+    except StateFileError as exc:
+        _log.warning("embedding cache segment not used: %s (%s)", exc.message, exc.code)
+        return None
     except OSError:
         return None
     return [blob[i : i + _KEY_BYTES] for i in range(0, len(blob), _KEY_BYTES)]
+
+
+def _open_segment_file(path: Path) -> contextlib.AbstractContextManager[BinaryIO]:
+    return open_bounded(path, MAX_SEGMENT_BYTES, inside=path.parent)
 
 
 def _read_rows(segment: _Segment, dim: int, pairs: list[tuple[int, int]], out: Vectors) -> None:
     """Copy the (row -> position) pairs of one segment into ``out``, a chunk at a time."""
     pairs.sort()
     row_bytes = 4 * dim
-    with segment.path.open("rb") as handle:
+    with _open_segment_file(segment.path) as handle:
         start = 0
         while start < len(pairs):
             first = pairs[start][0]

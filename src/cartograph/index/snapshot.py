@@ -31,9 +31,13 @@ copied from it, and only changed or new cards are parsed, tokenised and
 **Integrity.** Loading hashes every file and compares it with ``meta.json``;
 a file that was changed, truncated or removed raises
 :class:`PersistedIndexError` (``persisted_index_damaged``) and the caller
-rebuilds from the verified cards. The snapshot is not signed (``serve`` has
-no signing key): someone who can rewrite both a file and ``meta.json`` can
-change *ranking*, but never what is served — ``discover`` takes every answered
+rebuilds from the verified cards. So does a file over its size bound
+(:data:`MAX_META_BYTES`, :data:`MAX_SNAPSHOT_FILE_BYTES`), a device or FIFO in
+a file's place, or a path whose symlinks lead out of ``<state_dir>/index``
+(P-REL-13): nothing is read past the bound, and the log names the cause's code.
+The snapshot is not signed (``serve`` has no signing key): someone who can
+rewrite both a file and ``meta.json`` can change *ranking*, but never what is
+served — ``discover`` takes every answered
 tool's text from its verified card, re-checked at answer time (P-SIG-3), and
 drifted or denied tools are masked at query time whatever the snapshot holds.
 """
@@ -55,8 +59,8 @@ from typing import Any, BinaryIO, Final
 import numpy as np
 
 from cartograph import error_codes as codes
-from cartograph.errors import PersistedIndexError
-from cartograph.fsutil import PRIVATE_FILE_MODE, make_private_dirs
+from cartograph.errors import PersistedIndexError, StateFileError
+from cartograph.fsutil import PRIVATE_FILE_MODE, make_private_dirs, open_bounded, read_bounded
 from cartograph.index.columns import ToolColumns
 from cartograph.index.corpus import LARGE_CORPUS_TOOLS, Corpus, LexicalFields
 from cartograph.index.embedders.base import Embedder
@@ -68,6 +72,11 @@ SNAPSHOT_FORMAT: Final = 2
 SNAPSHOT_PREFIX: Final = "serving-"
 META_FILE: Final = "meta.json"
 KEEP_SNAPSHOTS: Final = 3
+MAX_META_BYTES: Final = 64 * 1024 * 1024
+"""``meta.json`` names every server's digest: ~100 bytes a server, so room for 500k servers."""
+MAX_SNAPSHOT_FILE_BYTES: Final = 4 * 1024 * 1024 * 1024
+"""Any one snapshot file: the float16 vectors of 100k tools are 77 MB, of 5M tools 3.8 GB."""
+_HASH_CHUNK: Final = 1 << 20
 """Snapshots kept per model: the current one and a few for other exclusions or catalogs."""
 TOOL_FIELDS: Final = ("full", "name", "description", "purpose", "arguments", "examples")
 # The modules whose code decides what a corpus holds: a change to any of them
@@ -153,6 +162,7 @@ class SnapshotStore:
 
     def __init__(self, state_dir: Path) -> None:
         self._vectors = VectorStore(state_dir)
+        self._inside = self._vectors.root
 
     def folder_for(self, model_id: str, key: str) -> Path:
         return self._vectors.folder_for(model_id) / f"{SNAPSHOT_PREFIX}{key}"
@@ -167,7 +177,7 @@ class SnapshotStore:
         meta_path = folder / META_FILE
         if not meta_path.exists():
             return None
-        meta = _checked_meta(folder, key, embedder)
+        meta = _checked_meta(folder, key, embedder, self._inside)
         try:
             return _read_corpus(folder, meta, embedder)
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -184,7 +194,7 @@ class SnapshotStore:
         found.sort(key=lambda p: (p / META_FILE).stat().st_mtime, reverse=True)
         for candidate in found:
             try:
-                return _base(candidate, embedder)
+                return _base(candidate, embedder, self._inside)
             except (PersistedIndexError, OSError, ValueError, KeyError, TypeError) as exc:
                 _log.info("snapshot %s not reused: %s", candidate.name, exc)
         return None
@@ -223,7 +233,10 @@ class SnapshotStore:
 
     def discard(self, model_id: str, key: str) -> None:
         """Remove a damaged snapshot so the rebuilt one can take its place."""
-        shutil.rmtree(self.folder_for(model_id, key), ignore_errors=True)
+        folder = self.folder_for(model_id, key)
+        if folder.is_symlink():  # only the link: never what it points at
+            folder.unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
     def _prune(self, keep: Path) -> None:
         """Keep the newest :data:`KEEP_SNAPSHOTS` (a reader's mapped files survive unlink)."""
@@ -241,9 +254,20 @@ def _damaged(folder: Path, why: str) -> PersistedIndexError:
     )
 
 
-def _checked_meta(folder: Path, key: str, embedder: Embedder) -> dict[str, Any]:
+def _read_meta(folder: Path, inside: Path) -> dict[str, Any]:
+    """``meta.json``, read with a bound; a state-file refusal is a damaged snapshot."""
     try:
-        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        meta = json.loads(read_bounded(folder / META_FILE, MAX_META_BYTES, inside=inside))
+    except StateFileError as exc:
+        raise _damaged(folder, f"not read ({exc.code}: {exc.message})") from exc
+    if not isinstance(meta, dict):
+        raise ValueError("meta.json is not an object")
+    return meta
+
+
+def _checked_meta(folder: Path, key: str, embedder: Embedder, inside: Path) -> dict[str, Any]:
+    try:
+        meta = _read_meta(folder, inside)
         files: dict[str, str] = dict(meta["files"])
         ok = (
             meta["format"] == SNAPSHOT_FORMAT
@@ -255,31 +279,35 @@ def _checked_meta(folder: Path, key: str, embedder: Embedder) -> dict[str, Any]:
         raise _damaged(folder, "missing its record or has a damaged one") from exc
     if not ok:
         raise _damaged(folder, "recorded for another key, model or format")
-    root = folder.resolve()
     for name, expected in files.items():
-        path = folder / name
-        inside = root in path.resolve().parents  # a recorded name cannot point elsewhere
-        if not inside or _file_sha256(path) != expected:
+        try:  # a recorded name cannot point out of the snapshot
+            actual = _file_sha256(folder / name, inside=folder)
+        except StateFileError as exc:
+            raise _damaged(folder, f"not read ({name}: {exc.code})") from exc
+        if actual != expected:
             raise _damaged(folder, f"not what it recorded ({name} changed or is missing)")
     return dict(meta)
 
 
-def _file_sha256(path: Path) -> str | None:
+def _file_sha256(path: Path, *, inside: Path | None = None) -> str | None:
+    """The file's SHA-256 (None: unreadable); more than the bound is never read."""
     digest = hashlib.sha256()
+    left = MAX_SNAPSHOT_FILE_BYTES
     try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(1 << 20):
+        with open_bounded(path, MAX_SNAPSHOT_FILE_BYTES, inside=inside or path.parent) as handle:
+            while left > 0 and (chunk := handle.read(min(_HASH_CHUNK, left))):
                 digest.update(chunk)
+                left -= len(chunk)
     except OSError:
         return None
     return digest.hexdigest()
 
 
-def _base(folder: Path, embedder: Embedder) -> BaseSnapshot:
-    meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+def _base(folder: Path, embedder: Embedder, inside: Path) -> BaseSnapshot:
+    meta = _read_meta(folder, inside)
     if meta.get("code") != _code_digest() or meta.get("bm25s") != _bm25s_version():
         raise ValueError("built by other code")
-    meta = _checked_meta(folder, str(meta["key"]), embedder)
+    meta = _checked_meta(folder, str(meta["key"]), embedder, inside)
     columns = ToolColumns.load(folder / "columns")
     vectors = np.load(folder / "vectors.npy", mmap_mode="r", allow_pickle=False)
     if vectors.shape != (columns.size, embedder.dim):
@@ -359,6 +387,8 @@ def _read_corpus(folder: Path, meta: dict[str, Any], embedder: Embedder) -> Corp
 
 __all__ = [
     "KEEP_SNAPSHOTS",
+    "MAX_META_BYTES",
+    "MAX_SNAPSHOT_FILE_BYTES",
     "BaseSnapshot",
     "SnapshotStore",
     "snapshot_key",

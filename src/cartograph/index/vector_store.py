@@ -18,14 +18,17 @@ the files; its cost on LiveMCPBench is measured by
 
 Like the embedding cache, the store is only an accelerator: a block that
 cannot be read or has the wrong shape is ignored and rebuilt (from the
-embedding cache, so only texts never seen are embedded). Writes are atomic
-(P-REL-9). Blocks of cards no longer served are not pruned (a few KB each).
+embedding cache, so only texts never seen are embedded); so is one larger than
+its shape needs, a device or FIFO, or a symlink out of ``<state_dir>/index``
+(P-REL-13, logged with its code). Writes are atomic (P-REL-9). Blocks of cards
+no longer served are not pruned (a few KB each).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,13 +36,17 @@ from typing import Final
 
 import numpy as np
 
-from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes
+from cartograph.errors import StateFileError
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, check_bounded
 from cartograph.index.embedders.base import Vectors
 
 INDEX_DIRNAME: Final = "index"
 STORED_DTYPE: Final = np.float16
 BLOCK_SUFFIX: Final = ".npy"
 _KEY_HEX: Final = 40
+_NPY_HEADER_BYTES: Final = 64 * 1024
+"""More than any .npy header numpy writes (its format caps a header at 65535 bytes in v1)."""
+_log = logging.getLogger(__name__)
 
 
 def block_key(model_id: str, card_digest: str, texts: Sequence[str]) -> str:
@@ -79,8 +86,13 @@ class VectorStore:
     def load(self, model_id: str, key: str, rows: int, dim: int) -> Vectors | None:
         """The block memory-mapped, or None when it is absent, damaged or the wrong shape."""
         path = self.path_for(model_id, key)
+        limit = _NPY_HEADER_BYTES + rows * dim * np.dtype(STORED_DTYPE).itemsize
         try:
+            check_bounded(path, limit, inside=self.root)
             block = np.load(path, mmap_mode="r", allow_pickle=False)
+        except StateFileError as exc:
+            _log.warning("vector block not used, rebuilt: %s (%s)", exc.message, exc.code)
+            return None
         except (OSError, ValueError, EOFError):
             return None
         if block.shape != (rows, dim) or block.dtype != STORED_DTYPE:

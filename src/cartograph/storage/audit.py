@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from cartograph.errors import AuditUnavailable
+from cartograph.errors import AuditUnavailable, StateFileError
 from cartograph.gateway.audit import AuditRecord, Redactor, record_data
 from cartograph.storage.postgres import Database
 from cartograph.storage.spool import Spool, orphans, read_records, spool_dir
@@ -229,7 +229,12 @@ class PostgresAudit:
         """Write the spools of replicas that died into the database (best effort, at start)."""
         with orphans(self.spool.path.parent, self.spool.path) as paths:
             for path in paths:
-                if self._insert(read_records(path)):
+                try:
+                    records = read_records(path)
+                except StateFileError as exc:  # left on disk for the operator
+                    logger.warning("audit: spool %s not adopted: %s (%s)", path, exc, exc.code)
+                    continue
+                if self._insert(records):
                     path.unlink()
 
     def close(self) -> None:

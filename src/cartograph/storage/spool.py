@@ -10,7 +10,9 @@ NOTHING``), and a crash between the drain's commit and the truncate costs a
 duplicate attempt, never a duplicate row.
 
 A spool left behind by a process that died is picked up by the next process
-that can lock it (:func:`orphans`).
+that can lock it (:func:`orphans`). It is read whole, so with a bound
+(:data:`MAX_SPOOL_BYTES`), and only a regular file in the spool folder: a link
+or device in its place is skipped (P-REL-13).
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from cartograph.fsutil import make_private_dirs
+from cartograph.fsutil import make_private_dirs, read_bounded
 
 SPOOL_DIR: Final = "audit-spool"
+MAX_SPOOL_BYTES: Final = 256 * 1024 * 1024
+"""A spool file read back whole: 100k records of 2.5 KB (``spool_records`` defaults lower)."""
 
 
 def spool_dir(state_dir: Path) -> Path:
@@ -83,9 +88,14 @@ class Spool:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Every complete line; a line cut by a crash mid-append was never acknowledged."""
+    """Every complete line; a line cut by a crash mid-append was never acknowledged.
+
+    Raises :class:`~cartograph.errors.StateFileError` for a file over
+    :data:`MAX_SPOOL_BYTES` (the caller leaves it on disk and logs the code).
+    """
     out: list[dict[str, Any]] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    data = read_bounded(path, MAX_SPOOL_BYTES, inside=path.parent)
+    for line in data.decode("utf-8").splitlines():
         with contextlib.suppress(ValueError):
             out.append(json.loads(line))
     return out
@@ -99,9 +109,12 @@ def orphans(folder: Path, own: Path) -> Iterator[list[Path]]:
         for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
             if path == own:
                 continue
-            try:
-                fd = os.open(path, os.O_RDWR)
+            try:  # never through a link, never blocking on a FIFO
+                fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
+                continue
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -39,12 +39,14 @@ from pydantic import AnyUrl, BaseModel, ValidationError
 
 from cartograph import error_codes as codes
 from cartograph.config.model import ServerConfig
-from cartograph.errors import ConfigError, OAuthLoginRequired
-from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_text
+from cartograph.errors import ConfigError, OAuthLoginRequired, StateFileError
+from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_text, read_bounded
 
 logger = logging.getLogger(__name__)
 
 CALLBACK_PATH: Final = "/callback"
+MAX_TOKEN_FILE_BYTES: Final = 1024 * 1024
+"""A token file holds a few tokens and one client registration: kilobytes."""
 
 
 def redirect_uri(cfg: ServerConfig) -> str:
@@ -72,8 +74,8 @@ class TokenFile:
         if not self.path.exists():
             return {}
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            data = json.loads(read_bounded(self.path, MAX_TOKEN_FILE_BYTES))
+        except (OSError, ValueError, StateFileError) as exc:
             raise ConfigError(
                 f"{self.path}: the OAuth token file is unreadable ({type(exc).__name__}); "
                 "delete it and run `cartograph auth login` again",
