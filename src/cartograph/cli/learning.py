@@ -259,6 +259,17 @@ def _print_learning(report: dict[str, Any]) -> None:
         for arm, row in report["rows"].items()
     ]
     print_table(title, ["ranking", *METRIC_NAMES], rows)
+    split = [
+        [
+            f"{arm}, {part} ({report[part]})",
+            *(f"{m['mean']:.3f} [{m['low']:.2f},{m['high']:.2f}]" for m in _cells(row)),
+        ]
+        for arm, parts in report.get("split", {}).items()
+        for part, row in parts.items()
+    ]
+    if split:
+        title = "new tasks (no earlier task had their gold set) and repeated tasks apart"
+        print_table(title, ["ranking", *METRIC_NAMES], split)
     arms = list(report["rows"])
     names = ("R@5", "Hit@5", "MRR")
     columns = ["tasks logged", *(f"{arm} {name}" for arm in arms for name in names)]

@@ -73,6 +73,12 @@ class PrequentialReport(BaseModel):
     noise: float
     rows: dict[str, dict[str, MetricValue]]
     curve: list[CurvePoint]
+    new: int = 0
+    """Queries whose gold set no earlier query had: learning should leave them alone."""
+    repeated: int = 0
+    """Queries whose gold set an earlier query had: where learning can pay."""
+    split: dict[str, dict[str, dict[str, MetricValue]]] = {}
+    """Per arm, ``new`` and ``repeated`` queries apart (either is absent when empty)."""
 
 
 @dataclass
@@ -153,6 +159,7 @@ def replay(
             if arm.learner is not None:
                 for tool in _feedback(arm.name, shown, judgement, noise, rng):
                     arm.learner.add(number, vector, q.query, tool)
+    novel = _novel(run.queries)
     return PrequentialReport(
         queries=len(run.queries),
         tools=run.index.size,
@@ -162,7 +169,29 @@ def replay(
         noise=noise,
         rows={arm.name: _row(arm.scores) for arm in arms},
         curve=_curve(arms, len(run.queries)),
+        new=sum(novel),
+        repeated=len(novel) - sum(novel),
+        split={arm.name: _split(arm.scores, novel) for arm in arms},
     )
+
+
+def _novel(queries: Sequence[EvalQuery]) -> list[bool]:
+    """Whether each query, in replay order, is new: no earlier query had its gold set."""
+    seen: set[frozenset[tuple[str, str]]] = set()
+    novel: list[bool] = []
+    for q in queries:
+        gold = q.judgement().gold
+        novel.append(gold not in seen)
+        seen.add(gold)
+    return novel
+
+
+def _split(scores: list[dict[str, float]], novel: list[bool]) -> dict[str, dict[str, MetricValue]]:
+    parts = {
+        "new": [s for s, n in zip(scores, novel, strict=True) if n],
+        "repeated": [s for s, n in zip(scores, novel, strict=True) if not n],
+    }
+    return {name: _row(part) for name, part in parts.items() if part}
 
 
 def prequential(

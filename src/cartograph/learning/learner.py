@@ -9,8 +9,10 @@ Two signals, both built only from tasks whose calls succeeded:
   weighted share, damped when there is less than one unit of evidence, so one
   lukewarm neighbour cannot outvote the ranker.
 * **A learned text field per tool**: the words of the tasks each tool served,
-  scored with BM25 against the new task. It catches a recurring word (a
-  product name, a file type) that the tool's card never mentions.
+  scored with BM25 against the new task and scaled by how much of the task
+  those words cover. It catches a recurring word (a product name, a file
+  type) that the tool's card never mentions, without handing its full bonus
+  to a tool that shares one everyday word ("time") with a new task.
 
 :func:`blend` adds these to the zero-shot scores (scaled by the query's best)
 and enforces the bounds that make learning safe to leave on: only tools the
@@ -43,7 +45,7 @@ class LearningParams:
     """The learned signals' weights and the bounds (defaults: :class:`LearningConfig`'s)."""
 
     neighbours: int = 10
-    min_similarity: float = 0.4
+    min_similarity: float = 0.8
     vote_weight: float = 2.0
     text_weight: float = 0.3
     zero_shot_slots: int = 2
@@ -104,17 +106,24 @@ class Learner:
         self._text.drop(tool)
 
     def scores(self, vector: Vectors, task: str) -> dict[ToolKey, float]:
-        """Each tool's learned bonus for a new task (votes plus text field, weighted)."""
+        """Each tool's learned bonus for a new task (votes plus text field, weighted).
+
+        Only tools that a near-repeat of the task voted for earn anything: the
+        text field adds to their bonus but never reaches a tool on its own,
+        since on tasks that do not repeat a shared word is not evidence.
+        """
         p = self.params
         out: dict[ToolKey, float] = {}
         if not self._rows:
             return out
+        votes = self._votes(vector)
         if p.vote_weight > 0.0:
-            for tool, vote in self._votes(vector).items():
+            for tool, vote in votes.items():
                 out[tool] = p.vote_weight * vote
-        if p.text_weight > 0.0:
+        if p.text_weight > 0.0 and votes:
             for tool, score in self._text.scores(tokenize(task)).items():
-                out[tool] = out.get(tool, 0.0) + p.text_weight * score
+                if tool in votes:
+                    out[tool] = out.get(tool, 0.0) + p.text_weight * score
         return out
 
     def _votes(self, vector: Vectors) -> dict[ToolKey, float]:
@@ -206,22 +215,36 @@ class _TextField:
         self._length.pop(tool, None)
 
     def scores(self, tokens: Iterable[str]) -> dict[ToolKey, float]:
-        """BM25 of the query against every tool's document, scaled to the best (0..1]."""
+        """BM25 of the query against every tool's document, scaled to the best, times coverage.
+
+        Coverage is the share of the query's IDF mass that the tool's document
+        holds (a word no document has counts at the highest IDF): a tool that
+        shares one everyday word with an eight-word task earns a small part of
+        the bonus, not all of it, however far ahead of the other tools it is.
+        """
         docs = len(self._length)
         if not docs:
             return {}
         average = sum(self._length.values()) / docs
         out: dict[ToolKey, float] = {}
+        held: dict[ToolKey, float] = {}
+        unseen = math.log(1.0 + (docs + 0.5) / 0.5)
+        mass = 0.0
         for token in set(tokens):
             posting = self._postings.get(token)
             if not posting:
+                mass += unseen
                 continue
             idf = math.log(1.0 + (docs - len(posting) + 0.5) / (len(posting) + 0.5))
+            mass += idf
             for tool, tf in posting.items():
                 norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * self._length[tool] / average)
                 out[tool] = out.get(tool, 0.0) + idf * tf * (_BM25_K1 + 1.0) / (tf + norm)
+                held[tool] = held.get(tool, 0.0) + idf
         best = max(out.values(), default=0.0)
-        return {tool: s / best for tool, s in out.items()} if best > 0.0 else {}
+        if best <= 0.0 or mass <= 0.0:
+            return {}
+        return {tool: (s / best) * (held[tool] / mass) for tool, s in out.items()}
 
 
 def blend(ranked: Ranking, learned: Mapping[int, float], k: int, slots: int) -> Ranking:
