@@ -90,6 +90,9 @@ BAD_ARGUMENTS: Final = _code("bad_arguments", "arguments do not match the tool's
 POLICY_DENIED: Final = _code("policy_denied", "a catalog policy or authorization refuses it")
 UNAUTHENTICATED: Final = _code("unauthenticated", "no bearer token where one is required")
 SESSION_LIMIT: Final = _code("session_limit", "a session cap (per principal or total) is reached")
+SUBSCRIPTION_LIMIT: Final = _code(
+    "subscription_limit", "a session holds [gateway] max_subscriptions_per_session subscriptions"
+)
 STUB_ERROR: Final = _code("stub_error", "stub generation refused")
 DEMO_FAILED: Final = _code("demo_failed", "a `cartograph demo` check failed")
 USAGE_LOG: Final = _code("usage_log", "the learning usage log cannot be used")

@@ -56,6 +56,8 @@ DEFAULT_MAX_SESSIONS: Final = 256
 DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: Final = 32
 DEFAULT_MAX_UPSTREAM_SESSIONS: Final = 64
 DEFAULT_MAX_UPSTREAM_SESSIONS_PER_PRINCIPAL: Final = 16
+DEFAULT_MAX_SUBSCRIPTIONS_PER_SESSION: Final = 100
+"""Resource subscriptions one downstream session may hold in one catalog."""
 MAX_SECONDS: Final = 7 * 24 * 3600.0
 
 Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
@@ -316,6 +318,8 @@ class GatewayConfig(_Section):
     max_upstream_sessions_per_principal: int = Field(
         default=DEFAULT_MAX_UPSTREAM_SESSIONS_PER_PRINCIPAL, ge=1
     )
+    max_subscriptions_per_session: int = Field(default=DEFAULT_MAX_SUBSCRIPTIONS_PER_SESSION, ge=1)
+    """``resources/subscribe`` URIs one downstream session may hold in one catalog."""
 
 
 DEFAULT_DB_PASSWORD_ENV: Final = "CARTOGRAPH_DB_PASSWORD"  # noqa: S105 - a variable's name

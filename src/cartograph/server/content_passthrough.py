@@ -9,6 +9,7 @@ checker, and adds no state of its own.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -25,11 +26,13 @@ from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
 from cartograph.config.model import Config, ServerConfig
 from cartograph.echo import echoed
-from cartograph.errors import ResultTooLarge, UnknownToolError
+from cartograph.errors import CartographError, ResultTooLarge, UnknownToolError
 from cartograph.gateway.gateway import Gateway
-from cartograph.gateway.pool import Upstream, partition_key
+from cartograph.gateway.pool import SHARED_PARTITION, Upstream, partition_key
 from cartograph.server.passthrough import CatalogContent
 from cartograph.upstream.content import ContentListing
+
+logger = logging.getLogger(__name__)
 
 _Content = TypeVar("_Content", ReadResourceResult, GetPromptResult)
 
@@ -130,20 +133,50 @@ class ContentPassthrough:
     async def subscribe_resource(
         self, server: str, uri: str, *, principal: str | None = None, client: str | None = None
     ) -> None:
-        """Subscribe the client's upstream session to ``uri``; its updates reach ``content``."""
+        """Subscribe the client's upstream session to ``uri``; its updates reach ``content``.
+
+        Held before it is forwarded, so the per-session cap cannot be overshot by
+        concurrent requests and a session ending meanwhile still releases it.
+        """
         self._content_server(server, "resources")
         partition = partition_key(principal, client)
-        await self._subscription(server, uri, partition, subscribe=True)
-        self.content.hold(server, uri, partition or "")
+        limit = self.config.gateway.max_subscriptions_per_session
+        new = self.content.hold(server, uri, partition or "", limit=limit)
+        try:
+            await self._subscription(server, uri, partition, subscribe=True)
+        except BaseException:
+            if new:  # never subscribed upstream: nothing to forward
+                self.content.release(server, uri, partition or "")
+            raise
 
     async def unsubscribe_resource(
         self, server: str, uri: str, *, principal: str | None = None, client: str | None = None
     ) -> None:
-        """Forward the unsubscribe once no other client of this catalog holds ``uri``."""
+        """Forward the unsubscribe once no other client of this catalog holds ``uri``
+        (a client's own upstream session, not shared, is always told)."""
         self._content_server(server, "resources")
         partition = partition_key(principal, client)
-        if self.content.release(server, uri, partition or ""):
+        last = self.content.release(server, uri, partition or "")
+        if last or not self._shared(server, partition):
             await self._subscription(server, uri, partition, subscribe=False)
+
+    async def release_subscriptions(self, client: str) -> None:
+        """Downstream ``client`` ended (an HTTP session: DELETE, idle expiry, the connection).
+
+        Its subscriptions are dropped; a shared upstream session is sent the
+        unsubscribe of each URI no other client holds. A client's own upstream
+        session is not: the gateway closes it next, and its subscriptions with it.
+        """
+        for server, uri, holder in self.content.release_client(client):
+            if server not in self.servers or not self._shared(server, holder):
+                continue
+            try:
+                await self._subscription(server, uri, holder, subscribe=False)
+            except CartographError as exc:  # the upstream may be gone: nothing to keep
+                logger.warning("releasing a subscription of %s failed: %s", server, exc.code)
+
+    def _shared(self, server: str, partition: str | None) -> bool:
+        return self.gateway.partition_for(server, partition) == SHARED_PARTITION
 
     async def _subscription(
         self, server: str, uri: str, partition: str | None, *, subscribe: bool

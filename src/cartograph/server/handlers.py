@@ -136,7 +136,9 @@ class ProxyHandlers(ContentHandlers):
         self._exposed = tuple(t for t in PROXY_TOOLS if t in self.policy.proxy_tools)
 
     async def release_client(self, client: str) -> None:
-        """A downstream client (an HTTP MCP session) ended: close its upstream sessions."""
+        """A downstream client (an HTTP MCP session) ended: release its resource
+        subscriptions, then close its upstream sessions."""
+        await self.runtime.release_subscriptions(client)
         await self.runtime.gateway.release(client)
 
     async def close_upstreams(self) -> None:

@@ -25,8 +25,9 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 from urllib.parse import quote, unquote
 
-from cartograph.errors import CartographError, PolicyError
-from cartograph.gateway.pool import Upstream
+from cartograph import error_codes as codes
+from cartograph.errors import CartographError, PolicyError, SessionLimitError
+from cartograph.gateway.pool import Upstream, client_of
 from cartograph.server.content_names import canonical_server, canonical_uri
 from cartograph.server.refresher import CoalescingRefresher
 from cartograph.upstream.content import ContentKind, ContentListing
@@ -107,6 +108,7 @@ class CatalogContent:
         self._listeners: list[ChangeListener] = []
         self._update_listeners: list[UpdateListener] = []
         self._holders: dict[tuple[str, str], set[str]] = {}
+        self._held: dict[str, set[tuple[str, str]]] = {}
         self._relists = CoalescingRefresher()
 
     def subscribe(self, listener: ChangeListener) -> None:
@@ -117,9 +119,29 @@ class CatalogContent:
         """Call ``listener(uri)`` when an upstream says a (subscribed) resource changed."""
         self._update_listeners.append(listener)
 
-    def hold(self, server: str, uri: str, holder: str) -> None:
-        """``holder`` (a pool partition) subscribed to ``uri`` of ``server``."""
-        self._holders.setdefault((server, uri), set()).add(holder)
+    def hold(self, server: str, uri: str, holder: str, *, limit: int | None = None) -> bool:
+        """``holder`` (a pool partition) subscribes to ``uri`` of ``server``; True if it is new.
+
+        Raises :class:`SessionLimitError` (``subscription_limit``) when ``holder``
+        already holds ``limit`` other subscriptions: a client cannot make the proxy
+        keep any number of upstream subscriptions ([gateway] max_subscriptions_per_session).
+        """
+        key = (server, uri)
+        held = self._held.setdefault(holder, set())
+        if key in held:
+            return False
+        if limit is not None and len(held) >= limit:
+            raise SessionLimitError(
+                f"this session already holds {len(held)} resource subscriptions in catalog "
+                f"{self.catalog!r} ([gateway] max_subscriptions_per_session = {limit}); "
+                "unsubscribe from one first",
+                code=codes.SUBSCRIPTION_LIMIT,
+                setting="max_subscriptions_per_session",
+                limit=limit,
+            )
+        held.add(key)
+        self._holders.setdefault(key, set()).add(holder)
+        return True
 
     def release(self, server: str, uri: str, holder: str) -> bool:
         """``holder`` unsubscribed; True when nobody holds ``uri`` any more.
@@ -127,12 +149,31 @@ class CatalogContent:
         A stateless upstream's session is shared by every client, so its
         subscription may only end with the last client's unsubscribe.
         """
+        held = self._held.get(holder)
+        if held is not None:
+            held.discard((server, uri))
+            if not held:
+                del self._held[holder]
         holders = self._holders.get((server, uri), set())
         holders.discard(holder)
         if holders:
             return False
         self._holders.pop((server, uri), None)
         return True
+
+    def release_client(self, client: str) -> list[tuple[str, str, str]]:
+        """Drop every subscription of downstream ``client`` (its session ended), under any
+        principal; ``(server, uri, holder)`` of each that no other client holds any more."""
+        unheld: list[tuple[str, str, str]] = []
+        for holder in [h for h in self._held if client_of(h) == client]:
+            for server, uri in sorted(self._held.get(holder, ())):
+                if self.release(server, uri, holder):
+                    unheld.append((server, uri, holder))
+        return unheld
+
+    def held_by(self, holder: str) -> int:
+        """How many subscriptions ``holder`` holds."""
+        return len(self._held.get(holder, ()))
 
     async def opened(self, server: str, session: Upstream) -> None:
         """A session opened: list once per server, then follow its change notifications.
