@@ -11,7 +11,11 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 
 from cartograph.codemode import RunId, RunReport, Sandbox, SandboxTool, run_program
-from cartograph.config.model import CodeModeConfig
+from cartograph.config.model import CatalogPolicy, CodeModeConfig, ServerConfig
+from cartograph.server.handlers import ProxyHandlers
+from cartograph.server.runtime import CatalogRuntime
+from tests.server.support import wait_until
+from tests.servers.support import config_for, scriptable
 
 CallHook = Callable[[str, str, dict[str, Any]], Awaitable[CallToolResult]]
 
@@ -75,3 +79,37 @@ def monty_workers() -> list[int]:
         if ppid == os.getpid() and name == "monty":
             found.append(int(entry.name))
     return found
+
+
+@asynccontextmanager
+async def code_mode(
+    state_dir: Path, *servers: ServerConfig, policy: CatalogPolicy | None = None, **settings: Any
+) -> AsyncIterator[ProxyHandlers]:
+    """A catalog over real scriptable upstreams with ``[code_mode]`` on (``settings`` its keys)."""
+    base = config_for(state_dir, *servers)
+    config = base.model_copy(
+        update={"code_mode": CodeModeConfig(enabled=True, **{"wall_time": 10.0, **settings})}
+    )
+    runtime = await CatalogRuntime.start(
+        config, config.servers, unsafe_throwaway_key=True, share_sessions=True
+    )
+    handlers = ProxyHandlers(runtime, catalog="default", policy=policy)
+    try:
+        await wait_until(lambda: all(s.name in runtime.live for s in servers), limit=30)
+        yield handlers
+    finally:
+        await handlers.close_upstreams()
+        await runtime.aclose()
+
+
+async def run_tool(
+    handlers: ProxyHandlers, code: str, inputs: dict[str, Any] | None = None
+) -> CallToolResult:
+    arguments: dict[str, Any] = {"code": code}
+    if inputs is not None:
+        arguments["inputs"] = inputs
+    return await handlers.call_tool("run", arguments, principal=None)
+
+
+def notes(name: str = "notes") -> ServerConfig:
+    return scriptable(name, "--tools", "notes")

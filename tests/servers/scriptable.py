@@ -20,6 +20,9 @@ exists (a server that comes back changed after a restart).
   hyphenated name with an output schema, a keyword-named argument with an enum
   default, a tool that reports ``isError``, and one that echoes exactly the
   arguments it received.
+* ``notes`` is a small notebook for code mode: ``list_notes``, ``read_note``,
+  ``word_count`` and ``slow`` say ``readOnlyHint: true``; ``write_note`` says
+  nothing (a write), and ``writes`` counts this process's writes.
 
 Run: ``python tests/servers/scriptable.py [--tools SET] [--start-delay S]
 [--description-file F]``.
@@ -264,14 +267,77 @@ async def _stub_call(_ctx: Context, params: types.CallToolRequestParams) -> type
     return _text(f"unknown tool {params.name}", is_error=True)
 
 
+NOTES: dict[str, str] = {"alpha": "one two three", "beta": "four five", "gamma": "six"}
+READ_ONLY = types.ToolAnnotations(read_only_hint=True)
+
+
+def _note_tools() -> list[types.Tool]:
+    name = {"name": {"type": "string"}}
+    return [
+        _tool("list_notes", "List the notes' names.", {}, [], annotations=READ_ONLY),
+        _tool("read_note", "Read one note.", name, ["name"], annotations=READ_ONLY),
+        _tool(
+            "word_count",
+            "Count the words of a text.",
+            {"text": {"type": "string"}},
+            ["text"],
+            annotations=READ_ONLY,
+            output_schema={
+                "type": "object",
+                "properties": {"words": {"type": "integer"}},
+                "required": ["words"],
+            },
+        ),
+        _tool(
+            "slow",
+            "Answer after a delay.",
+            {"seconds": {"type": "number"}},
+            ["seconds"],
+            annotations=READ_ONLY,
+        ),
+        _tool(
+            "write_note", "Write a note.", {**name, "text": {"type": "string"}}, ["name", "text"]
+        ),
+        _tool("writes", "How many notes this process wrote.", {}, [], annotations=READ_ONLY),
+    ]
+
+
+async def _note_call(_ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    args = params.arguments or {}
+    if params.name == "list_notes":
+        return _text(json.dumps(sorted(NOTES)), structured_content={"notes": sorted(NOTES)})
+    if params.name == "read_note":
+        found = NOTES.get(str(args["name"]))
+        return _text(found) if found is not None else _text("no such note", is_error=True)
+    if params.name == "word_count":
+        words = len(str(args["text"]).split())
+        return _text(str(words), structured_content={"words": words})
+    if params.name == "slow":
+        await anyio.sleep(float(args["seconds"]))
+        return _text("slow")
+    if params.name == "write_note":
+        STATE["count"] += 1
+        NOTES[str(args["name"])] = str(args["text"])
+        return _text(f"written {args['name']}")
+    if params.name == "writes":
+        return _text(str(STATE["count"]))
+    return _text(f"unknown tool {params.name}", is_error=True)
+
+
 TOOLSETS: dict[str, tuple[Callable[[], list[types.Tool]], CallHandler]] = {
     "faults": (_fault_tools, _fault_call),
     "echo": (_echo_tools, _echo_call),
     "stubs": (_stub_tools, _stub_call),
+    "notes": (_note_tools, _note_call),
 }
 
 
-SERVER_NAMES = {"faults": "scriptable", "echo": "echo-upstream", "stubs": "stub-upstream"}
+SERVER_NAMES = {
+    "faults": "scriptable",
+    "echo": "echo-upstream",
+    "stubs": "stub-upstream",
+    "notes": "notes-upstream",
+}
 
 
 def build_server(toolset: str = "faults") -> Server[Any]:

@@ -58,6 +58,9 @@ _RAISED_AS: Final[dict[str, type[Exception]]] = {
     codes.UNKNOWN_SERVER: LookupError,
     codes.TOOL_NOT_EXPOSED: LookupError,
     codes.DRIFT: LookupError,
+    codes.TOOL_DRIFTED: LookupError,
+    codes.TOOL_UNATTESTED: LookupError,
+    codes.TOOL_MISSING: LookupError,
     codes.BAD_ARGUMENTS: ValueError,
     codes.BAD_META_CALL: ValueError,
 }

@@ -1,22 +1,22 @@
 """One run: a program, its inputs and the caller's federation in; a :class:`RunReport` out.
 
-A run has an id, a W3C trace id: every audit record of the run (the ``run``
-call's own and one per inner call) carries the same ``traceparent``,
-``00-<run id>-<span>-01``, so ``grep <run id>`` on the audit log finds exactly
-the run. What comes back is what the program printed, its last expression's
-value as JSON, one line per inner call, and on failure the coded error with the
-program's line and column: intermediate results stay in the sandbox unless
-printed.
+A run is named by a W3C ``traceparent`` (:class:`RunId`): every audit record of
+the run (the ``run`` call's own and one per inner call) carries the same one, so
+``grep <run id>`` on the audit log finds exactly the run. What comes back is
+what the program printed, its last expression's value as JSON, one line per
+inner call, and on failure the coded error with the program's line and column:
+intermediate results stay in the sandbox unless printed.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import anyio
 from mcp.types import CallToolResult, TextContent
@@ -31,18 +31,35 @@ from cartograph.errors import CodeError
 
 @dataclass(frozen=True)
 class RunId:
-    """A run's id (32 hex digits) and the ``traceparent`` its audit records carry."""
+    """A run's W3C ``traceparent``; its id is the trace-id and parent-id in the middle.
 
-    id: str
-    span: str
+    Every audit record of the run carries this very ``traceparent``: the
+    client's own when its ``run`` request sent one (the run joins its trace),
+    else one minted for the run.
+    """
+
+    traceparent: str
 
     @classmethod
     def new(cls) -> RunId:
-        return cls(secrets.token_hex(16), secrets.token_hex(8))
+        return cls(f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01")
+
+    @classmethod
+    def of(cls, traceparent: str | None) -> RunId:
+        """The run named by a request's ``traceparent``; a fresh one if it has none valid."""
+        if traceparent is not None and _TRACEPARENT.fullmatch(traceparent):
+            return cls(traceparent)
+        return cls.new()
 
     @property
-    def traceparent(self) -> str:
-        return f"00-{self.id}-{self.span}-01"
+    def id(self) -> str:
+        """``<trace-id>-<parent-id>``: what the reply names and ``grep`` finds in the audit log."""
+        return self.traceparent[3:52]
+
+
+_TRACEPARENT: Final = re.compile(
+    r"[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}"
+)
 
 
 @dataclass(frozen=True)

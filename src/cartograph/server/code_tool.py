@@ -1,0 +1,139 @@
+"""The ``run`` proxy tool of one catalog: code mode's sandbox on the mount's own call entry.
+
+:class:`CodeTool` holds the catalog's sandbox and ``[code_mode]`` settings and
+answers ``run``. The program's federation (:class:`MountFederation`) is made of
+this mount and nothing else: each tool function and ``call(...)`` is one
+``call`` of the proxy tool through the mount's pipeline entry
+(:meth:`ProxyHandlers.run_call`), and ``discover(...)`` one ``discover``, made as
+the run's caller (principal and downstream client) with the run's
+``traceparent``, so every inner call gets the same authorization, validation,
+policy, drift refusal, gateway and audit record as if the agent had sent it,
+and every record names the run.
+
+Which tools a program sees: those with a verified card whose live definition
+still matches it (not drifted) and that the catalog's policy allows; a catalog
+that does not expose ``call`` gives the program none.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from mcp.types import CallToolResult
+
+from cartograph.calls.request import CallRequest
+from cartograph.cards.model import Card
+from cartograph.codemode import Federation, RunId, Sandbox, SandboxTool, check_request, run_program
+from cartograph.config.model import CodeModeConfig
+from cartograph.index.serving import policy_allows
+from cartograph.server.tools import CALL, DISCOVER
+from cartograph.stubs.naming import Namespace, module_name
+from cartograph.stubs.shapes import ToolShape, tool_shapes
+
+if TYPE_CHECKING:
+    from cartograph.server.handlers import ProxyHandlers
+
+SANDBOX_GLOBALS: Final = frozenset({"inputs", "call", "discover", "asyncio"})
+"""Names a server's namespace may not take: the program's own globals, and every builtin."""
+READ_ONLY_HINT: Final = "readOnlyHint"
+
+
+class CodeTool:
+    """``run`` for one catalog (see the module docstring)."""
+
+    def __init__(self, handlers: ProxyHandlers, settings: CodeModeConfig) -> None:
+        self.handlers = handlers
+        self.settings = settings
+        self.sandbox = Sandbox(workers=settings.workers)
+        self._shapes: dict[tuple[str, int], dict[str, ToolShape]] = {}
+
+    async def run(self, request: CallRequest) -> CallToolResult:
+        """Run the program ``request`` carries; the reply is the :class:`RunReport`'s.
+
+        A malformed request raises :class:`~cartograph.errors.CodeError`; a run
+        that fails is an error result carrying the failure's code. The run is
+        named by the request's ``traceparent`` (the mount mints one for a ``run``
+        that came without).
+        """
+        arguments = request.arguments or {}
+        code = arguments.get("code")
+        inputs = check_request(code, arguments.get("inputs"), self.settings)
+        run = RunId.of(request.trace)
+        federation = MountFederation(self, request, run)
+        report = await run_program(
+            self.sandbox, federation, self.settings, str(code), inputs, run=run
+        )
+        return report.result()
+
+    def shapes(self, card: Card) -> dict[str, ToolShape]:
+        """Each tool of ``card`` as the sandbox spells it (cached per card version)."""
+        key = (card.server, card.version)
+        found = self._shapes.get(key)
+        if found is None:
+            found = self._shapes[key] = tool_shapes(card)
+        return found
+
+    async def aclose(self) -> None:
+        await self.sandbox.aclose()
+
+
+class MountFederation(Federation):
+    """One run's view of the mount: the caller's tools, through the mount's call entry."""
+
+    def __init__(self, tool: CodeTool, request: CallRequest, run: RunId) -> None:
+        self.code = tool
+        self.handlers = tool.handlers
+        self.request = request
+        self.run = run
+
+    def tools(self) -> Sequence[SandboxTool]:
+        handlers = self.handlers
+        if CALL not in handlers.exposed:
+            return ()
+        runtime = handlers.runtime
+        modules = Namespace({*dir(builtins), *SANDBOX_GLOBALS})
+        found: list[SandboxTool] = []
+        for server in sorted(runtime.cards):
+            card = runtime.cards[server]
+            module = modules.claim(module_name(server))
+            for name, shape in self.code.shapes(card).items():
+                if self._callable(server, name):
+                    read_only = self.read_only(server, name) is True
+                    found.append(SandboxTool(server, name, module, shape, read_only))
+        return found
+
+    def _callable(self, server: str, tool: str) -> bool:
+        handlers = self.handlers
+        entry = handlers.runtime.drift.get(server, tool)
+        exposed = entry is not None and entry.exposed
+        return exposed and policy_allows(handlers.policy, server, tool)
+
+    def read_only(self, server: str, tool: str) -> bool | None:
+        live = self.handlers.runtime.live.get(server)
+        found = live.tool(tool) if live is not None else None
+        if found is None:
+            return None
+        return (found.annotations or {}).get(READ_ONLY_HINT) is True
+
+    async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        meta = {"server": server, "tool": tool, "arguments": arguments}
+        return await self._proxy_tool(CALL, meta)
+
+    async def discover(self, task: str, k: int | None) -> CallToolResult:
+        asked: dict[str, Any] = {"task": task} if k is None else {"task": task, "k": k}
+        return await self._proxy_tool(DISCOVER, asked)
+
+    async def _proxy_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """One proxy tool call as the run's caller, carrying the run's ``traceparent``."""
+        handlers = self.handlers
+        inner = CallRequest(
+            catalog=handlers.catalog,
+            principal=self.request.principal,
+            name=f"{handlers.tool_prefix or ''}{name}",
+            arguments=arguments,
+            client=self.request.client,
+            trace=self.run.traceparent,
+        )
+        return await handlers.run_call(inner)
