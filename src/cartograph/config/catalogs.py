@@ -36,6 +36,7 @@ from cartograph.config.catalog_rules import (
 from cartograph.config.model import (
     CatalogConfig,
     CatalogPolicy,
+    CodeModeConfig,
     Config,
     ServerConfig,
     deny_disabled_tools,
@@ -43,6 +44,7 @@ from cartograph.config.model import (
 from cartograph.errors import ConfigError
 
 MOUNT_MODE_ENV: Final = "CARTOGRAPH_MOUNT_MODE"
+CODE_MODE_OFF: Final = CodeModeConfig()
 
 PrefixSource = Literal["explicit", "derived"]
 
@@ -60,6 +62,8 @@ class ResolvedCatalog:
     policy: CatalogPolicy
     tool_prefix: str | None
     prefix_source: PrefixSource | None
+    code_mode: CodeModeConfig = CODE_MODE_OFF
+    """Its ``[code_mode]`` (``Config.code_mode_for``): whether it lists ``run``."""
 
 
 def resolve_mount_mode(
@@ -102,12 +106,13 @@ def _resolve_one(
 ) -> ResolvedCatalog:
     servers = _members(config, cat)
     policy = deny_disabled_tools(cat.policy, servers)  # a client's disabledTools stay disabled
+    code = config.code_mode_for(cat.name)
     if cat.tool_prefix is not None:
         check_explicit_prefix(cat.name, cat.tool_prefix, mount_mode)
-        return ResolvedCatalog(cat.name, servers, policy, cat.tool_prefix, "explicit")
+        return ResolvedCatalog(cat.name, servers, policy, cat.tool_prefix, "explicit", code)
     if many:
-        return ResolvedCatalog(cat.name, servers, policy, derived_prefix(cat.name), "derived")
-    return ResolvedCatalog(cat.name, servers, policy, None, None)
+        return ResolvedCatalog(cat.name, servers, policy, derived_prefix(cat.name), "derived", code)
+    return ResolvedCatalog(cat.name, servers, policy, None, None, code)
 
 
 def _members(config: Config, cat: CatalogConfig) -> tuple[ServerConfig, ...]:

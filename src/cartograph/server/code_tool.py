@@ -18,6 +18,7 @@ that does not expose ``call`` gives the program none.
 from __future__ import annotations
 
 import builtins
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -46,7 +47,7 @@ class CodeTool:
     def __init__(self, handlers: ProxyHandlers, settings: CodeModeConfig) -> None:
         self.handlers = handlers
         self.settings = settings
-        self.sandbox = Sandbox(workers=settings.workers)
+        self.sandbox = sandbox_for(handlers.runtime, settings.workers)
         self._shapes: dict[tuple[str, int], dict[str, ToolShape]] = {}
 
     async def run(self, request: CallRequest) -> CallToolResult:
@@ -76,7 +77,19 @@ class CodeTool:
         return found
 
     async def aclose(self) -> None:
+        """Stop the catalog's sandbox (shared with any twin mount of the same runtime)."""
         await self.sandbox.aclose()
+
+
+_SANDBOXES: weakref.WeakKeyDictionary[object, Sandbox] = weakref.WeakKeyDictionary()
+
+
+def sandbox_for(runtime: object, workers: int) -> Sandbox:
+    """The one sandbox of a catalog's runtime: its per-catalog and routed mounts share it."""
+    found = _SANDBOXES.get(runtime)
+    if found is None:
+        found = _SANDBOXES[runtime] = Sandbox(workers=workers)
+    return found
 
 
 class MountFederation(Federation):

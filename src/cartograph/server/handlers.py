@@ -37,6 +37,7 @@ from mcp.types import (
 from cartograph import error_codes as codes
 from cartograph.calls.pipeline import carded, outcome_of, run_call
 from cartograph.calls.request import Answer, Call, CallRequest
+from cartograph.codemode import RunId
 from cartograph.config.model import CatalogPolicy
 from cartograph.errors import (
     ArgumentError,
@@ -50,6 +51,7 @@ from cartograph.gateway.pool import partition_key
 from cartograph.gateway.results import error_code
 from cartograph.server import metrics
 from cartograph.server.call_context import CALL_CONTEXT, Authorize, CallContext
+from cartograph.server.code_tool import CodeTool
 from cartograph.server.content_handlers import ContentHandlers
 from cartograph.server.discover_reply import discover_structured, discover_text
 from cartograph.server.offload import run_cpu
@@ -58,7 +60,7 @@ from cartograph.server.passthrough import (
     UpdateListener,
 )
 from cartograph.server.runtime import CatalogRuntime
-from cartograph.server.tools import CALL, DISCOVER, MAX_K, PROXY_TOOLS, STATUS, proxy_tool
+from cartograph.server.tools import CALL, DISCOVER, MAX_K, RUN, STATUS, exposed_tools, proxy_tool
 from cartograph.telemetry import annotate, finish, span
 from cartograph.telemetry.spans import OUTCOME_OK
 
@@ -133,7 +135,10 @@ class ProxyHandlers(ContentHandlers):
         self.tool_prefix = tool_prefix
         self.authorize = authorize
         self.audit = audit if audit is not None else runtime.audit
-        self._exposed = tuple(t for t in PROXY_TOOLS if t in self.policy.proxy_tools)
+        self.code_mode = runtime.config.code_mode_for(catalog)
+        self._exposed = exposed_tools(self.policy.proxy_tools, code_mode=self.code_mode.enabled)
+        self._code = CodeTool(self, self.code_mode) if self.code_mode.enabled else None
+        """``run`` (code mode, server/code_tool.py), where ``[code_mode]`` turns it on."""
 
     async def release_client(self, client: str) -> None:
         """A downstream client (an HTTP MCP session) ended: release its resource
@@ -144,6 +149,8 @@ class ProxyHandlers(ContentHandlers):
     async def close_upstreams(self) -> None:
         """Shutdown: end in-flight upstream calls with ``shutting_down``, close every session."""
         await self.runtime.gateway.aclose()
+        if self._code is not None:
+            await self._code.aclose()
 
     @property
     def holds_client_state(self) -> bool:
@@ -172,6 +179,8 @@ class ProxyHandlers(ContentHandlers):
             )
         if STATUS in names:
             parts.append(f"`{names[STATUS]}` shows health and withheld tools.")
+        if RUN in names:
+            parts.append(f"`{names[RUN]}` runs a program over the tools in one step.")
         return " ".join(parts)
 
     @property
@@ -182,7 +191,10 @@ class ProxyHandlers(ContentHandlers):
     @property
     def answers(self) -> dict[str, Answer]:
         """The proxy tools answered here; ``call`` is the one that goes upstream."""
-        return {DISCOVER: self._discover, STATUS: self._status}
+        answers: dict[str, Answer] = {DISCOVER: self._discover, STATUS: self._status}
+        if self._code is not None:
+            answers[RUN] = self._run
+        return answers
 
     # -- dispatch ----------------------------------------------------------------
 
@@ -207,9 +219,19 @@ class ProxyHandlers(ContentHandlers):
             arguments=arguments,
             client=client if client is not None else context.client,
             progress=progress if progress is not None else context.progress,
-            trace=context.trace,
+            trace=context.trace or self._minted_trace(name),
         )
         return await self.run_call(request)
+
+    def _minted_trace(self, name: str) -> str | None:
+        """A ``run`` that came without a ``traceparent`` gets one: it names the run's records."""
+        if self._code is None or name != f"{self.tool_prefix or ''}{RUN}":
+            return None
+        return RunId.new().traceparent
+
+    async def _run(self, call: Call) -> CallToolResult:
+        assert self._code is not None  # answers lists run only with code mode on
+        return await self._code.run(call.request)
 
     async def run_call(self, request: CallRequest) -> CallToolResult:
         """Run ``request`` (for this catalog) through :mod:`cartograph.calls.pipeline`.

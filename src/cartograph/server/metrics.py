@@ -25,7 +25,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from cartograph import error_codes as codes
-from cartograph.server.tools import PROXY_TOOLS
+from cartograph.server.tools import ALL_PROXY_TOOLS
 
 
 class CatalogRuntime(Protocol):
@@ -121,7 +121,7 @@ def observe(
     server_label, tool_label = _upstream_labels(server, tool, known)
     labels = (
         catalog,
-        proxy_tool if proxy_tool in PROXY_TOOLS else UNKNOWN,
+        proxy_tool if proxy_tool in ALL_PROXY_TOOLS else UNKNOWN,
         server_label,
         tool_label,
     )

@@ -46,7 +46,7 @@ from cartograph.server.proxy import build_proxy_server
 from cartograph.server.runtime import CatalogRuntime
 from cartograph.server.stdio_guard import guarded_stdio, refusal_record
 from cartograph.server.stdio_wire import fast_stdio
-from cartograph.server.tools import PROXY_TOOLS, proxy_tool
+from cartograph.server.tools import exposed_tools, proxy_tool
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,9 @@ class DeferredHandlers:
         self._ready = anyio.Event()
         self.handlers: ProxyHandlers | None = None
         self.failure: CartographError | None = None
-        self._exposed = tuple(t for t in PROXY_TOOLS if t in catalog.policy.proxy_tools)
+        self._exposed = exposed_tools(
+            catalog.policy.proxy_tools, code_mode=catalog.code_mode.enabled
+        )
         self._listeners: list[ChangeListener] = []
         self._update_listeners: list[UpdateListener] = []
 
