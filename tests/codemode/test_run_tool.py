@@ -204,3 +204,19 @@ async def test_gathered_calls_run_concurrently_up_to_the_run_s_parallel_limit(
         elapsed = time.perf_counter() - started
     assert structured(result)["value"] == 6
     assert 0.8 <= elapsed < 2.4  # two waves of three, not six one after another (2.4 s)
+
+
+@pytest.mark.anyio
+async def test_discover_shows_each_tool_as_a_program_calls_it(tmp_path: Path) -> None:
+    async with code_mode(tmp_path, notes()) as h:
+        found = await h.call_tool(
+            "discover", {"task": "read or write a note", "k": 6}, principal=None
+        )
+        entries = {e["tool"]: e["code"] for e in structured(found)["tools"]}
+        written = entries["read_note"].removeprefix("await ").replace("name: str", "name='beta'")
+        ran = await run_tool(h, f"await {written.split(' ->')[0]}")
+    assert entries["read_note"] == "await notes.read_note(name: str)"
+    assert entries["word_count"] == "await notes.word_count(text: str) -> dict"
+    assert entries["write_note"].endswith("# not read-only: refused in programs")
+    assert "In run programs:\n- await notes." in text(found)
+    assert structured(ran)["value"] == "four five"

@@ -191,7 +191,7 @@ class Bridge:
         if self.federation.read_only(server, tool) is not False:
             return  # read-only, or unknown here: the call entry refuses the latter itself
         name = f"{server}/{tool}"
-        if any(fnmatch.fnmatchcase(name, p) for p in self.settings.allow_writes):
+        if write_allowed(self.settings, server, tool):
             return
         self.calls.append(CallLine(name, codes.CODE_WRITE_DENIED, 0.0))
         raise self._refusal(
@@ -235,6 +235,12 @@ class Bridge:
         text = f"[{code}] {message}"
         self.relayed[text] = code
         return _RAISED_AS.get(code, RuntimeError)(text)
+
+
+def write_allowed(settings: CodeModeConfig, server: str, tool: str) -> bool:
+    """Whether ``[code_mode] allow_writes`` names ``server/tool`` (globs, as policies match)."""
+    name = f"{server}/{tool}"
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in settings.allow_writes)
 
 
 def bind_arguments(

@@ -22,18 +22,20 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, TextContent
 
 from cartograph.calls.request import CallRequest
 from cartograph.cards.model import Card
 from cartograph.codemode import Federation, RunId, Sandbox, SandboxTool, check_request, run_program
+from cartograph.codemode.bridge import write_allowed
 from cartograph.config.model import CodeModeConfig
 from cartograph.index.serving import policy_allows
-from cartograph.server.tools import CALL, DISCOVER
+from cartograph.server.tools import CALL, DISCOVER, RUN
 from cartograph.stubs.naming import Namespace, module_name
 from cartograph.stubs.shapes import ToolShape, tool_shapes
 
 if TYPE_CHECKING:
+    from cartograph.index.discover import DiscoverResult
     from cartograph.server.handlers import ProxyHandlers
 
 SANDBOX_GLOBALS: Final = frozenset({"inputs", "call", "discover", "asyncio"})
@@ -67,6 +69,53 @@ class CodeTool:
             self.sandbox, federation, self.settings, str(code), inputs, run=run
         )
         return report.result()
+
+    def modules(self) -> dict[str, str]:
+        """Each carded server's name in the sandbox (``notes``), claimed in server-name order."""
+        names = Namespace({*dir(builtins), *SANDBOX_GLOBALS})
+        return {
+            server: names.claim(module_name(server))
+            for server in sorted(self.handlers.runtime.cards)
+        }
+
+    def read_only(self, server: str, tool: str) -> bool | None:
+        """Whether the live definition (pinned by the card) says ``readOnlyHint: true``."""
+        live = self.handlers.runtime.live.get(server)
+        found = live.tool(tool) if live is not None else None
+        if found is None:
+            return None
+        return (found.annotations or {}).get(READ_ONLY_HINT) is True
+
+    def taught(self, result: CallToolResult, found: DiscoverResult) -> CallToolResult:
+        """``discover``'s reply plus each tool's call as a ``run`` program writes it.
+
+        One line per tool after the usual text, and ``code`` beside each entry
+        of ``structuredContent.tools``; a tool the write gate would refuse
+        says so, so a model does not write a program that cannot run.
+        """
+        calls = {(t.server, t.tool): self._call_form(t.server, t.tool) for t in found.tools}
+        lines = [form for form in calls.values() if form]
+        if not lines or not isinstance(result.structured_content, dict):
+            return result
+        structured = dict(result.structured_content)
+        structured["tools"] = [
+            {**entry, "code": calls.get((entry["server"], entry["tool"]))}
+            for entry in structured.get("tools", [])
+        ]
+        text = TextContent(text=f"In {RUN} programs:\n" + "\n".join(f"- {line}" for line in lines))
+        return result.model_copy(
+            update={"content": [*result.content, text], "structured_content": structured}
+        )
+
+    def _call_form(self, server: str, tool: str) -> str | None:
+        card = self.handlers.runtime.cards.get(server)
+        shape = self.shapes(card).get(tool) if card is not None else None
+        if shape is None:
+            return None
+        form = "await " + shape.signature(f"{self.modules()[server]}.")
+        if self.read_only(server, tool) is False and not write_allowed(self.settings, server, tool):
+            form += "  # not read-only: refused in programs"
+        return form
 
     def shapes(self, card: Card) -> dict[str, ToolShape]:
         """Each tool of ``card`` as the sandbox spells it (cached per card version)."""
@@ -105,13 +154,10 @@ class MountFederation(Federation):
         handlers = self.handlers
         if CALL not in handlers.exposed:
             return ()
-        runtime = handlers.runtime
-        modules = Namespace({*dir(builtins), *SANDBOX_GLOBALS})
+        cards = handlers.runtime.cards
         found: list[SandboxTool] = []
-        for server in sorted(runtime.cards):
-            card = runtime.cards[server]
-            module = modules.claim(module_name(server))
-            for name, shape in self.code.shapes(card).items():
+        for server, module in self.code.modules().items():
+            for name, shape in self.code.shapes(cards[server]).items():
                 if self._callable(server, name):
                     read_only = self.read_only(server, name) is True
                     found.append(SandboxTool(server, name, module, shape, read_only))
@@ -124,11 +170,7 @@ class MountFederation(Federation):
         return exposed and policy_allows(handlers.policy, server, tool)
 
     def read_only(self, server: str, tool: str) -> bool | None:
-        live = self.handlers.runtime.live.get(server)
-        found = live.tool(tool) if live is not None else None
-        if found is None:
-            return None
-        return (found.annotations or {}).get(READ_ONLY_HINT) is True
+        return self.code.read_only(server, tool)
 
     async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         meta = {"server": server, "tool": tool, "arguments": arguments}

@@ -273,11 +273,13 @@ class ProxyHandlers(ContentHandlers):
         def rank() -> CallToolResult:
             found = self.runtime.discover(task, k)
             call.found = found
-            return CallToolResult(
+            result = CallToolResult(
                 content=[TextContent(text=discover_text(found))],
                 # ids, scores and card provenance; the text above carries the arguments
                 structured_content=discover_structured(found),
             )
+            # with code mode on, each tool's call as a `run` program writes it
+            return self._code.taught(result, found) if self._code is not None else result
 
         asked: dict[str, str | int] = {
             "cartograph.catalog": self.catalog,
