@@ -65,6 +65,12 @@ UPSTREAM_ERROR: Final = _code("upstream_error", "talking to an upstream MCP serv
 OAUTH_LOGIN_REQUIRED: Final = _code(
     "oauth_login_required", "an OAuth server with no usable token: run cartograph auth login"
 )
+OAUTH_UNREACHABLE: Final = _code(
+    "oauth_unreachable", "an upstream's OAuth authorization server cannot be reached or fails (5xx)"
+)
+OAUTH_BAD_RESPONSE: Final = _code(
+    "oauth_bad_response", "an upstream's OAuth authorization server answered something not OAuth"
+)
 UPSTREAM_UNAVAILABLE: Final = _code(
     "upstream_unavailable", "an upstream could not be started or reached"
 )

@@ -8,7 +8,11 @@ the code, so a test follows the redirect with an HTTP client instead of a
 browser. Each grant it makes is appended to ``--log`` as one JSON line
 (``register``, ``authorization_code``, ``refresh_token``, ``revoke``) — never a token.
 
-Run: ``python tests/servers/oauth_upstream.py --port P --log F [--token-ttl S]``.
+``--issuer URL`` makes the resource server name another authorization server in its
+protected-resource metadata (one that is down, or answers garbage), while it keeps
+verifying its own tokens: the attack tests' way to break only the authorization server.
+
+Run: ``python tests/servers/oauth_upstream.py --port P --log F [--token-ttl S] [--issuer URL]``.
 """
 
 from __future__ import annotations
@@ -134,7 +138,7 @@ class AutoApproveProvider(
         )
 
 
-def build_app(port: int, ttl: int, log: Path) -> Any:
+def build_app(port: int, ttl: int, log: Path, issuer: str | None = None) -> Any:
     base = f"http://127.0.0.1:{port}"
     provider = AutoApproveProvider(ttl, log)
 
@@ -153,7 +157,7 @@ def build_app(port: int, ttl: int, log: Path) -> Any:
 
     server: Server[Any] = Server("oauth-upstream", on_list_tools=list_tools, on_call_tool=call_tool)
     settings = AuthSettings(
-        issuer_url=base,
+        issuer_url=issuer or base,
         resource_server_url=f"{base}/mcp",
         client_registration_options=ClientRegistrationOptions(
             enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
@@ -175,8 +179,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--token-ttl", type=int, default=3600)
+    parser.add_argument("--issuer", default=None)
     args = parser.parse_args()
-    app = build_app(args.port, args.token_ttl, args.log)
+    app = build_app(args.port, args.token_ttl, args.log, args.issuer)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 

@@ -96,6 +96,7 @@ def login(config: Path) -> tuple[str, str]:
     assert back.status_code == 200
     out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
+    assert "Traceback" not in err and "not holding this lock" not in err  # issue 24
     return url + out, err
 
 

@@ -23,6 +23,7 @@ from cartograph.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from cartograph.upstream.oauth import auth_server_error
 
 # Leaves that only say "something else failed first" rank below real causes.
 _NOISE: Final = (asyncio.CancelledError, GeneratorExit)
@@ -57,11 +58,32 @@ def translate_error(
     cause = root_cause(exc)
     if isinstance(cause, UpstreamError):
         return cause
+    unreachable = _auth_server_unreachable(cause, cfg)
+    if unreachable is not None:
+        return unreachable
     error_type, code, what = _classify(cause, cfg, phase)
     message = f"upstream {cfg.name!r} ({cfg.transport}): {what} during {phase}"
     if stderr_tail:
         message += f"\n--- stderr tail ---\n{stderr_tail}"
     return error_type(message, code=code, server=cfg.name, phase=phase)
+
+
+def _auth_server_unreachable(cause: BaseException, cfg: ServerConfig) -> UpstreamError | None:
+    """``oauth_unreachable`` for a transport error on a request the OAuth flow made.
+
+    The MCP endpoint answered (else its own request would have failed first) and
+    asked for a token; the request that could not be sent went elsewhere: to the
+    authorization server, which the error names.
+    """
+    if cfg.auth != "oauth" or not isinstance(cause, httpx2.TransportError) or cfg.url is None:
+        return None
+    try:
+        url = cause.request.url
+    except RuntimeError:  # raised without a request: nothing says where it went
+        return None
+    if url.copy_with(query=None, fragment=None) == httpx2.URL(cfg.url):
+        return None
+    return auth_server_error(cfg.name, codes.OAUTH_UNREACHABLE, url, f"no connection ({cause})")
 
 
 def _classify(

@@ -15,7 +15,15 @@ SDK's. What Cartograph adds:
   it prints the authorization URL (and opens a browser unless told not to),
   receives the redirect on a loopback port, and lets the SDK finish the
   exchange; ``serve`` never opens a browser and instead refuses with
-  ``oauth_login_required`` naming that command.
+  ``oauth_login_required`` naming that command;
+* one coded error naming the authorization server and the step that failed when
+  that server is down (``oauth_unreachable``: no connection, or an HTTP 5xx) or
+  answers something that is not OAuth (``oauth_bad_response``), where the SDK
+  raised whatever its parser hit and logged it with a traceback. The SDK's
+  tracebacks are kept out of the log (:class:`_NoSdkTracebacks`), and its flow is
+  always closed in the task that runs it: left to the garbage collector, it
+  released its lock from another task and printed "The current task is not
+  holding this lock" (issue 24).
 """
 
 from __future__ import annotations
@@ -28,18 +36,25 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import httpx2
-from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
+    OAuthMetadata,
     OAuthToken,
+    ProtectedResourceMetadata,
 )
 from pydantic import AnyUrl, BaseModel, ValidationError
 
 from cartograph import error_codes as codes
 from cartograph.config.model import ServerConfig
-from cartograph.errors import ConfigError, OAuthLoginRequired, StateFileError
+from cartograph.errors import (
+    ConfigError,
+    OAuthLoginRequired,
+    StateFileError,
+    UpstreamUnavailable,
+)
 from cartograph.fsutil import PRIVATE_FILE_MODE, atomic_write_text, read_bounded
 
 logger = logging.getLogger(__name__)
@@ -47,6 +62,86 @@ logger = logging.getLogger(__name__)
 CALLBACK_PATH: Final = "/callback"
 MAX_TOKEN_FILE_BYTES: Final = 1024 * 1024
 """A token file holds a few tokens and one client registration: kilobytes."""
+SDK_OAUTH_LOGGER: Final = "mcp.client.auth.oauth2"
+
+
+class _NoSdkTracebacks(logging.Filter):
+    """The SDK logs an OAuth failure with its traceback (``logger.exception``), then raises it.
+
+    The raise becomes one coded error that says what failed, so the log record
+    keeps its one line, demoted to DEBUG (``--debug`` shows it), and loses the traceback.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info:
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return True
+
+
+logging.getLogger(SDK_OAUTH_LOGGER).addFilter(_NoSdkTracebacks())
+
+_STEPS: Final[tuple[tuple[str, str, type[BaseModel]], ...]] = (
+    (
+        "oauth-protected-resource",
+        "the protected-resource metadata request",
+        ProtectedResourceMetadata,
+    ),
+    ("oauth-authorization-server", "the metadata request", OAuthMetadata),
+    ("openid-configuration", "the metadata request", OAuthMetadata),
+    ("/register", "client registration", OAuthClientInformationFull),
+    ("/token", "the token request", OAuthToken),
+)
+"""What each authorization-server request is called, by a part of its path, and the
+model a 200 answer to it must fit."""
+
+
+def auth_server_error(server: str, code: str, url: httpx2.URL, what: str) -> UpstreamUnavailable:
+    """The coded error for an authorization-server request of ``server`` that failed: which
+    server (its origin), which step (from the path) and ``what`` went wrong."""
+    origin = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}"
+    step = next((name for part, name, _model in _STEPS if part in url.path), "a request")
+    fix = (
+        "check that it is up and reachable from here, then retry"
+        if code == codes.OAUTH_UNREACHABLE
+        else "check that the upstream names the right authorization server, then retry"
+    )
+    return UpstreamUnavailable(
+        f"upstream {server!r}: its OAuth authorization server {origin} failed {step} "
+        f"({url.path}): {what}; {fix}",
+        code=code,
+        server=server,
+        authorization_server=origin,
+    )
+
+
+async def _fault_of(request: httpx2.Request, response: httpx2.Response) -> tuple[str, str] | None:
+    """``(code, what)`` when an authorization-server answer is no OAuth answer at all.
+
+    The SDK reads a malformed answer as "not here" and goes on to a login it cannot
+    finish, or raises whatever its parser hit; either way the operator learns nothing.
+    """
+    if response.status_code >= 500:
+        return codes.OAUTH_UNREACHABLE, f"it answered HTTP {response.status_code}"
+    if response.status_code != 200:
+        return None  # a 4xx is an OAuth answer: the SDK reads it (try the next URL, re-login)
+    try:
+        data = json.loads(await response.aread())
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return codes.OAUTH_BAD_RESPONSE, "it answered HTTP 200 with something that is not JSON"
+    model = next((m for part, _name, m in _STEPS if part in request.url.path), None)
+    if model is not None:
+        try:
+            model.model_validate(data)
+        except ValidationError as exc:
+            fields = sorted({".".join(map(str, e["loc"])) or "(root)" for e in exc.errors()})
+            return codes.OAUTH_BAD_RESPONSE, (
+                f"its answer is JSON but not {model.__name__} (wrong or missing: "
+                f"{', '.join(fields[:5])})"
+            )
+    return None
 
 
 def redirect_uri(cfg: ServerConfig) -> str:
@@ -136,9 +231,12 @@ def _parsed(model: type[_M], raw: Any, path: Path) -> _M | None:
 class _Provider(OAuthClientProvider):
     """The SDK's provider, with the access token's expiry restored from the token file."""
 
-    def __init__(self, store: TokenFile, **options: Any) -> None:
+    def __init__(self, store: TokenFile, server: str, **options: Any) -> None:
         super().__init__(storage=store, **options)
         self._store = store
+        self._server = server
+        self._endpoint = httpx2.URL(self.context.server_url)
+        self._fault: UpstreamUnavailable | None = None
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -154,29 +252,62 @@ class _Provider(OAuthClientProvider):
         A server may end a token before its ``expires_in`` (revoked, rotated, a
         restart); the SDK answers any 401 with the full browser flow, which a
         proxy cannot run. With a refresh token at hand, refresh first.
+
+        Each answer of the authorization server is looked at before the SDK parses
+        it, so that a failure is raised as the coded error naming that server
+        (:func:`auth_server_error`). The SDK's flow holds a lock across its
+        requests: it is closed here, however this flow ends, in this task.
         """
+        self._fault = None
         flow = super()._auth_flow(request)
-        outgoing = await flow.__anext__()
-        retried = False
-        while True:
-            response = yield outgoing
-            if (
-                response.status_code == 401
-                and outgoing is request
-                and not retried
-                and self.context.is_token_valid()
-                and self.context.can_refresh_token()
-            ):
-                retried = True
-                await flow.aclose()
-                self.context.token_expiry_time = time.time() - 1  # treat it as expired
-                flow = super()._auth_flow(request)
-                outgoing = await flow.__anext__()
-                continue
-            try:
-                outgoing = await flow.asend(response)
-            except StopAsyncIteration:
-                return
+        try:
+            outgoing = await self._step(flow.__anext__(), request)
+            retried = False
+            while True:
+                response = yield outgoing
+                if outgoing is not request and self._fault is None:
+                    found = await _fault_of(outgoing, response)
+                    if found is not None:
+                        code, what = found
+                        self._fault = auth_server_error(self._server, code, outgoing.url, what)
+                if (
+                    response.status_code == 401
+                    and outgoing is request
+                    and not retried
+                    and self.context.is_token_valid()
+                    and self.context.can_refresh_token()
+                ):
+                    retried = True
+                    await flow.aclose()
+                    self.context.token_expiry_time = time.time() - 1  # treat it as expired
+                    flow = super()._auth_flow(request)
+                    outgoing = await self._step(flow.__anext__(), request)
+                    continue
+                try:
+                    outgoing = await self._step(flow.asend(response), outgoing)
+                except StopAsyncIteration:
+                    return
+        finally:
+            await flow.aclose()
+
+    async def _step(self, step: Awaitable[httpx2.Request], last: httpx2.Request) -> httpx2.Request:
+        """The SDK flow's next request, given the answer to ``last``; a failure to go on
+        is raised as the authorization server's when one of its answers was the cause."""
+        try:
+            return await step
+        except (OAuthLoginRequired, OAuthFlowError, ValueError) as exc:  # ValidationError too
+            if self._fault is not None:  # a login is needed because the server failed
+                raise self._fault from None
+            if isinstance(exc, OAuthLoginRequired) or last.url == self._endpoint:
+                raise
+            raise auth_server_error(
+                self._server, codes.OAUTH_BAD_RESPONSE, last.url, _first_line(exc)
+            ) from None
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
 
 
 def client_metadata(cfg: ServerConfig) -> OAuthClientMetadata:
@@ -215,6 +346,7 @@ def oauth_auth(
 
     return _Provider(
         store,
+        cfg.name,
         server_url=cfg.url,
         client_metadata=client_metadata(cfg),
         redirect_handler=redirect or needs_login,

@@ -14,10 +14,12 @@ from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import httpx2
 from anyio.abc import SocketStream
 from mcp.shared.auth import AuthorizationCodeResult
 
 from cartograph.config.model import ServerConfig
+from cartograph.errors import UpstreamError
 from cartograph.upstream.oauth import (
     CALLBACK_PATH,
     TokenFile,
@@ -63,17 +65,28 @@ async def login(cfg: ServerConfig, *, announce: Announce, open_browser: bool = T
     listener = await anyio.create_tcp_listener(
         local_host="127.0.0.1", local_port=cfg.oauth.redirect_port
     )
+    failure: UpstreamError | None = None
     async with listener, anyio.create_task_group() as group:
         group.start_soon(listener.serve, _callback_handler(on_code))
-        auth = oauth_auth(cfg, redirect=redirect, callback=callback)
-        session = await UpstreamSession.open(
-            cfg.model_copy(update={"connect_timeout": LOGIN_TIMEOUT}), auth=auth
-        )
         try:
-            await session.list_tools()
+            await _connect_once(cfg, oauth_auth(cfg, redirect=redirect, callback=callback))
+        except UpstreamError as exc:  # raised as itself, not inside the group's ExceptionGroup
+            failure = exc
         finally:
-            await session.aclose()
-        group.cancel_scope.cancel()
+            group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+
+
+async def _connect_once(cfg: ServerConfig, auth: httpx2.Auth) -> None:
+    """Connect and list once: the SDK runs the whole OAuth flow on the first 401."""
+    session = await UpstreamSession.open(
+        cfg.model_copy(update={"connect_timeout": LOGIN_TIMEOUT}), auth=auth
+    )
+    try:
+        await session.list_tools()
+    finally:
+        await session.aclose()
 
 
 def _drop_stale_registration(store: TokenFile, cfg: ServerConfig) -> None:
