@@ -24,6 +24,7 @@ COMMAND_MODULES: Final[tuple[str, ...]] = (
     "learning",
     "retrieval",
     "rift",
+    "run",
     "serve",
     "stubs",
 )
