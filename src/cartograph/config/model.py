@@ -295,8 +295,8 @@ class LearningConfig(_Section):
     # training data alone (MetaTool and the BFCL training half, benchmarks/tune_learning.py):
     # the most that leaves new tasks' Hit@1 within 0.5 % of zero-shot on both.
     min_similarity: float = Field(default=0.8, ge=-1.0, le=1.0)
-    vote_weight: float = Field(default=2.0, ge=0.0)
-    text_weight: float = Field(default=0.3, ge=0.0)
+    vote_weight: float = Field(default=1.0, ge=0.0)
+    text_weight: float = Field(default=0.6, ge=0.0)
     zero_shot_slots: int = Field(default=2, ge=2)
 
 

@@ -46,8 +46,8 @@ class LearningParams:
 
     neighbours: int = 10
     min_similarity: float = 0.8
-    vote_weight: float = 2.0
-    text_weight: float = 0.3
+    vote_weight: float = 1.0
+    text_weight: float = 0.6
     zero_shot_slots: int = 2
     capacity: int = 10_000
 
