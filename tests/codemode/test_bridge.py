@@ -61,3 +61,19 @@ def test_a_run_is_named_by_a_valid_traceparent_and_mints_one_otherwise() -> None
         minted = RunId.of(bad)
         assert minted.traceparent != bad
         assert RunId.of(minted.traceparent) == minted
+
+
+def test_the_call_log_the_agent_reads_folds_runs_of_like_calls() -> None:
+    from cartograph.codemode.bridge import CallLine
+    from cartograph.codemode.run import grouped
+
+    calls = (
+        CallLine("notes/list_notes", "ok", 3.0),
+        *(CallLine("notes/read_note", "ok", 2.0) for _ in range(3)),
+        CallLine("notes/read_note", "tool_denied", 1.0),
+    )
+    assert grouped(calls) == [
+        "notes/list_notes ok 3 ms",
+        "notes/read_note ok ×3 6 ms",
+        "notes/read_note tool_denied 1 ms",
+    ]

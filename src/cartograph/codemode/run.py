@@ -90,8 +90,11 @@ class RunReport:
         return data
 
     def text(self) -> str:
-        """The reply an agent reads: compact, the value as one JSON line."""
-        head = f"run {self.run.id} {self.outcome} in {self.ms:.0f} ms"
+        """The reply an agent reads: compact, the value as one JSON line.
+
+        The run's id (hex, dear in tokens) is left to ``structuredContent`` and the audit log.
+        """
+        head = f"run {self.outcome} in {self.ms:.0f} ms"
         lines = [head if self.error is None else f"{head}: {self.error.message}"]
         if self.printed:
             lines += ["printed:", self.printed.rstrip("\n")]
@@ -99,7 +102,7 @@ class RunReport:
             lines.append("value: " + json.dumps(self.value, ensure_ascii=False))
         if self.calls:
             lines.append(f"calls ({len(self.calls)}):")
-            lines += [f"  {c.render()}" for c in self.calls]
+            lines += [f"  {line}" for line in grouped(self.calls)]
         return "\n".join(lines)
 
     def result(self) -> CallToolResult:
@@ -109,6 +112,28 @@ class RunReport:
             structured_content=self.structured(),
             is_error=self.error is not None,
         )
+
+
+def grouped(calls: tuple[CallLine, ...]) -> list[str]:
+    """The call log as the agent reads it: a run of like calls is one line (``×10``)."""
+    lines: list[str] = []
+    index = 0
+    while index < len(calls):
+        first = calls[index]
+        end = index
+        while (
+            end + 1 < len(calls)
+            and calls[end + 1].target == first.target
+            and (calls[end + 1].outcome == first.outcome)
+        ):
+            end += 1
+        if end == index:
+            lines.append(first.render())
+        else:
+            spent = sum(c.ms for c in calls[index : end + 1])
+            lines.append(f"{first.target} {first.outcome} ×{end - index + 1} {spent:.0f} ms")
+        index = end + 1
+    return lines
 
 
 def check_request(code: Any, inputs: Any, settings: CodeModeConfig) -> dict[str, Any]:
