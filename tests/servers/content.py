@@ -10,6 +10,7 @@ sends ``notifications/resources/updated`` for ``mem://small`` while it is subscr
 ``mem://files/{+path}`` is a naive file store, the kind of upstream a deny glob must
 hold against: it percent-decodes the path (as the SDK does) and resolves ``..`` in it
 (as a file system would), so ``mem://files/public%2F..%2Fsecret%2Fkey`` is the secret.
+``CONTENT_START_DELAY`` seconds pass before it serves (a slow upstream).
 Run: ``python tests/servers/content.py``.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import time
 from typing import Any
 
 from mcp.server.context import ServerRequestContext
@@ -136,4 +138,6 @@ async def touch_small(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    # CONTENT_START_DELAY: seconds before serving, an upstream that is slow to start.
+    time.sleep(float(os.environ.get("CONTENT_START_DELAY", "0")))
     server.run()

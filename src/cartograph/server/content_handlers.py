@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import anyio
 from mcp.types import (
@@ -56,6 +56,10 @@ from cartograph.telemetry import annotate
 _R = TypeVar("_R")
 
 CompletionRef = PromptReference | ResourceTemplateReference
+
+
+FIRST_LIST_WAIT: Final = 10.0
+"""Seconds the first resources/prompts listing waits for servers still connecting."""
 
 
 class ContentHandlers:
@@ -118,6 +122,10 @@ class ContentHandlers:
         except PolicyError:
             return None
         return canonical if policy_allows(self.policy, server, canonical) else None
+
+    async def content_settled(self) -> None:
+        """Before the first listing: the servers still connecting, within a bound."""
+        await self.runtime.settled(FIRST_LIST_WAIT)
 
     def list_resources(self) -> list[Resource]:
         return [

@@ -202,12 +202,14 @@ def _add_content(
 
     async def on_list_resources(ctx: Ctx, _p: PaginatedRequestParams | None) -> ListResourcesResult:
         with _called(context(ctx)):
+            await surface.content_settled()
             return ListResourcesResult(resources=surface.list_resources())
 
     async def on_list_templates(
         ctx: Ctx, _p: PaginatedRequestParams | None
     ) -> ListResourceTemplatesResult:
         with _called(context(ctx)):
+            await surface.content_settled()
             return ListResourceTemplatesResult(resource_templates=surface.list_resource_templates())
 
     async def on_read_resource(ctx: Ctx, params: ReadResourceRequestParams) -> ReadResourceResult:
@@ -217,6 +219,7 @@ def _add_content(
 
     async def on_list_prompts(ctx: Ctx, _p: PaginatedRequestParams | None) -> ListPromptsResult:
         with _called(context(ctx)):
+            await surface.content_settled()
             return ListPromptsResult(prompts=surface.list_prompts())
 
     async def on_get_prompt(ctx: Ctx, params: GetPromptRequestParams) -> GetPromptResult:

@@ -292,6 +292,10 @@ class RoutedHandlers:
         surface = await self._resource_surface(uri, "resources/unsubscribe", principal)
         await surface.unsubscribe_resource(uri, principal=principal)
 
+    async def content_settled(self) -> None:
+        for _, surface in self._content_targets():
+            await surface.content_settled()
+
     def list_resources(self) -> list[Resource]:
         return [r for _, s in self._content_targets() for r in s.list_resources()]
 

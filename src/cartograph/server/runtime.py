@@ -100,6 +100,9 @@ class CatalogRuntime(ContentPassthrough):
         """The index ``discover`` searches, rebuilt when the servable tools change."""
         self.content = CatalogContent(name)
         """Each server's resources and prompts (not attested; served for carded servers only)."""
+        self._checked = anyio.Event()
+        """Set once no server is still connecting (:attr:`unchecked` empty)."""
+        self._settle_waited = False
         self.card_errors: dict[str, str] = {}
         self.started_at = time.time()
         self.gateway = Gateway(
@@ -226,11 +229,29 @@ class CatalogRuntime(ContentPassthrough):
                     await self._list_one(cfg)
             finally:
                 self.unchecked.discard(cfg.name)
+                if not self.unchecked:
+                    self._checked.set()
             await self.rebuild_index()
 
         async with anyio.create_task_group() as group:
             for name in sorted(self.unchecked):
                 group.start_soon(one, self.servers[name])
+
+    async def settled(self, bound: float) -> None:
+        """Wait, once and at most ``bound`` seconds, for the servers still connecting.
+
+        Resources and prompts come from live listings (they are not in the cards),
+        so right after start-up a ``resources/list`` or ``prompts/list`` would find
+        nothing while the upstreams connect — and a client that lists once (the MCP
+        Inspector CLI: one request per process) would never see them. The first
+        listing waits for the connections instead; later ones answer at once with
+        what is there.
+        """
+        if self._settle_waited or not self.unchecked:
+            return
+        with anyio.move_on_after(bound):
+            await self._checked.wait()
+        self._settle_waited = True
 
     async def _list_once(self) -> None:
         """One-shot mode still needs each server's tools once, to check drift at start."""

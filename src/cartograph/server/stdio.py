@@ -39,6 +39,7 @@ from cartograph import error_codes as codes
 from cartograph.config.catalogs import ResolvedCatalog
 from cartograph.errors import CartographError
 from cartograph.gateway.results import error_result
+from cartograph.server.content_handlers import FIRST_LIST_WAIT
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.jsonrpc_refusal import Refusal
 from cartograph.server.passthrough import ChangeListener, UpdateListener
@@ -131,6 +132,13 @@ class DeferredHandlers:
 
     async def unsubscribe_resource(self, uri: str, *, principal: str | None) -> None:
         await (await self._ready_handlers()).unsubscribe_resource(uri, principal=principal)
+
+    async def content_settled(self) -> None:
+        """The runtime started and its servers connected, each within its bound."""
+        with anyio.move_on_after(FIRST_LIST_WAIT):
+            await self._ready.wait()
+        if self.handlers is not None:
+            await self.handlers.content_settled()
 
     def list_resources(self) -> list[Resource]:
         return self.handlers.list_resources() if self.handlers is not None else []
