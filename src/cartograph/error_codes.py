@@ -414,6 +414,22 @@ RESOURCE_URI_TOO_LONG: Final = _code(
 PROMPT_NAME_TOO_LONG: Final = _code(
     "prompt_name_too_long", "a prompt name over 8192 characters, refused before it is read"
 )
+SAMPLING_NOT_SUPPORTED: Final = _code(
+    "sampling_not_supported",
+    "an upstream asked for a model sample; the client declared no sampling",
+)
+ELICITATION_NOT_SUPPORTED: Final = _code(
+    "elicitation_not_supported",
+    "an upstream asked for user input; the client declared no elicitation",
+)
+INPUT_REQUEST_UNROUTED: Final = _code(
+    "input_request_unrouted",
+    "an upstream asked for input with no single client's call in flight on its session",
+)
+INPUT_REQUEST_FAILED: Final = _code(
+    "input_request_failed",
+    "the client refused, failed or did not answer a forwarded sampling or elicitation request",
+)
 CATALOG_FORBIDDEN: Final = _code("catalog_forbidden", "the principal may not use that catalog")
 CATALOG_REQUIRED: Final = _code("catalog_required", "the request must name a catalog")
 BAD_TOKEN: Final = _code("bad_token", "the bearer token is not valid here")

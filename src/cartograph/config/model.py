@@ -68,6 +68,7 @@ Transport = Literal["stdio", "streamable-http", "sse"]
 # How to negotiate the protocol era: "auto" probes 2026-07-28 and falls back to the
 # 2025 initialize handshake; "legacy" forces the handshake; a version string pins it.
 Protocol = Literal["auto", "legacy", "2026-07-28"]
+Passthrough = Literal["resources", "prompts", "sampling", "elicitation"]  # sampling etc.: opt-in
 
 
 SERVER_NAME_PATTERN: Final = re.compile(r"^\w[\w .-]{0,63}$")
@@ -470,14 +471,14 @@ class CatalogPolicy(_Section):
     """What one catalog exposes: which proxy tools, which upstream tools, resources and prompts.
 
     ``allow``/``deny`` globs match ``server/tool``, ``server/prompt`` and
-    ``server/resource-uri`` alike; ``passthrough`` turns upstream resources
-    or prompts off for the whole catalog.
+    ``server/resource-uri`` alike; ``passthrough`` turns upstream resources or prompts off,
+    and an upstream's ``sampling``/``elicitation`` requests on, for the whole catalog.
     """
 
     proxy_tools: tuple[str, ...] = ("discover", "status", "call")
     allow: tuple[str, ...] = ("*",)
     deny: tuple[str, ...] = ()
-    passthrough: tuple[Literal["resources", "prompts"], ...] = ("resources", "prompts")
+    passthrough: tuple[Passthrough, ...] = ("resources", "prompts")
 
 
 def deny_disabled_tools(policy: CatalogPolicy, servers: Sequence[ServerConfig]) -> CatalogPolicy:

@@ -50,10 +50,12 @@ from cartograph.gateway.pool import SESSIONLESS_CLIENT
 from cartograph.gateway.results import error_result
 from cartograph.server.call_context import CALL_CONTEXT, CallContext
 from cartograph.server.handlers import ContentSurface, ToolSurface
+from cartograph.server.input_forwarding import Downstream
 from cartograph.server.notify import ChangeNotifier, remembering
 from cartograph.server.passthrough import canonical_resource_uri
 from cartograph.server.tracing import install as install_request_spans
 from cartograph.telemetry.spans import MAX_TRACEPARENT
+from cartograph.upstream.input_requests import CALLER
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +147,8 @@ def build_proxy_server(
 
         call = replace(context(ctx, progress), trace=traceparent(params, ctx))
         token = CALL_CONTEXT.set(call)
+        # An upstream's sampling/elicitation request during this call comes back here alone.
+        asking = CALLER.set(_downstream(ctx, call))
         try:
             return await handlers.call_tool(
                 params.name, dict(params.arguments or {}), principal=call.principal
@@ -157,6 +161,7 @@ def build_proxy_server(
                 CartographError(f"internal error: {type(exc).__name__}", code=codes.INTERNAL_ERROR)
             )
         finally:
+            CALLER.reset(asking)
             CALL_CONTEXT.reset(token)
 
     server = ProxyServer(
@@ -214,7 +219,7 @@ def _add_content(
 
     async def on_read_resource(ctx: Ctx, params: ReadResourceRequestParams) -> ReadResourceResult:
         call = context(ctx)
-        with _called(call), _as_rpc_error("resources/read"):
+        with _called(call, ctx), _as_rpc_error("resources/read"):
             return await surface.read_resource(params.uri, principal=call.principal)
 
     async def on_list_prompts(ctx: Ctx, _p: PaginatedRequestParams | None) -> ListPromptsResult:
@@ -224,7 +229,7 @@ def _add_content(
 
     async def on_get_prompt(ctx: Ctx, params: GetPromptRequestParams) -> GetPromptResult:
         call = context(ctx)
-        with _called(call), _as_rpc_error("prompts/get"):
+        with _called(call, ctx), _as_rpc_error("prompts/get"):
             return await surface.get_prompt(params.name, params.arguments, principal=call.principal)
 
     server.add_request_handler("resources/list", PaginatedRequestParams, on_list_resources)
@@ -236,7 +241,7 @@ def _add_content(
     async def on_complete(ctx: Ctx, params: CompleteRequestParams) -> CompleteResult:
         call = context(ctx)
         context_arguments = params.context.arguments if params.context is not None else None
-        with _called(call), _as_rpc_error("completion/complete"):
+        with _called(call, ctx), _as_rpc_error("completion/complete"):
             return await surface.complete(
                 params.ref, params.argument, context_arguments, principal=call.principal
             )
@@ -261,7 +266,7 @@ def _add_subscriptions(
 
     async def on_subscribe(ctx: Ctx, params: SubscribeRequestParams) -> EmptyResult:
         call = context(ctx)
-        with _called(call), _as_rpc_error("resources/subscribe"):
+        with _called(call, ctx), _as_rpc_error("resources/subscribe"):
             await surface.subscribe_resource(params.uri, principal=call.principal)
         client = client_of(ctx)
         if client is not None:  # the spelling the update will come back under (P-URI-1)
@@ -273,7 +278,7 @@ def _add_subscriptions(
         client = client_of(ctx)
         if client is not None:
             notifier.unsubscribed(client, canonical_resource_uri(params.uri))
-        with _called(call), _as_rpc_error("resources/unsubscribe"):
+        with _called(call, ctx), _as_rpc_error("resources/unsubscribe"):
             await surface.unsubscribe_resource(params.uri, principal=call.principal)
         return EmptyResult()
 
@@ -281,12 +286,26 @@ def _add_subscriptions(
     server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe)
 
 
+def _downstream(ctx: Ctx, call: CallContext) -> Downstream:
+    """Where an upstream's request for input during this request goes back to.
+
+    A sessionless HTTP request has no client of its own (every such request
+    shares one key), so nothing it causes can be attributed to it.
+    """
+    client = None if call.client == SESSIONLESS_HTTP_CLIENT else call.client
+    return Downstream(ctx.session, ctx.request_id, client, call.principal, call.trace)
+
+
 @contextmanager
-def _called(call: CallContext) -> Iterator[None]:
+def _called(call: CallContext, ctx: Ctx | None = None) -> Iterator[None]:
+    """``call`` as the request's context; with ``ctx``, its connection as the one an
+    upstream's request for input during it goes back to (``input_forwarding.py``)."""
     token = CALL_CONTEXT.set(call)
+    asking = CALLER.set(_downstream(ctx, call) if ctx is not None else None)
     try:
         yield
     finally:
+        CALLER.reset(asking)
         CALL_CONTEXT.reset(token)
 
 

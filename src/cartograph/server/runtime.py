@@ -53,6 +53,7 @@ from cartograph.server import metrics
 from cartograph.server.catalog_status import CatalogFacts, catalog_status
 from cartograph.server.content_passthrough import ContentPassthrough
 from cartograph.server.drift_tracker import DriftTracker
+from cartograph.server.input_forwarding import answering, input_gate
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import CatalogContent
 from cartograph.server.serving_index import ServingIndex, ToolKey
@@ -108,7 +109,7 @@ class CatalogRuntime(ContentPassthrough):
         self.gateway = Gateway(
             config.gateway,
             servers,
-            opener=opener,
+            opener=answering(opener, input_gate(name, self.policy, self.audit, servers)),
             on_open=self._on_open,
             admit=lambda server, tool: admit(self, server, tool),
             redactor=self.redactor,

@@ -51,6 +51,7 @@ from cartograph.upstream._errors import translate_error
 from cartograph.upstream._paging import MAX_LIST_PAGES, paged
 from cartograph.upstream._stderr_log import StderrLog
 from cartograph.upstream.content import ContentKind, ContentListing
+from cartograph.upstream.input_requests import InFlight, InputAnswerer
 from cartograph.upstream.transports import build_transport, describe_endpoint
 
 logger = logging.getLogger(__name__)
@@ -89,6 +90,9 @@ class UpstreamSession:
         self._auth: httpx2.Auth | None = None
         self._stderr: StderrLog | None = None
         self.last_error: UpstreamError | None = None
+        self._answerer: InputAnswerer | None = None
+        self._in_flight = InFlight(cfg.name)
+        """Calls running here and their downstream callers: who a request for input is for."""
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -99,12 +103,15 @@ class UpstreamSession:
         *,
         target: InProcessTarget | Transport | None = None,
         auth: httpx2.Auth | None = None,
+        answerer: InputAnswerer | None = None,
     ) -> UpstreamSession:
         """Connect and negotiate within ``cfg.connect_timeout``.
 
         ``target`` replaces the transport built from ``cfg`` (tests run a
         low-level ``Server`` in process this way); ``auth`` replaces the HTTP
-        auth ``cfg`` implies (``auth login`` passes its interactive OAuth flow).
+        auth ``cfg`` implies (``auth login`` passes its interactive OAuth flow);
+        ``answerer`` takes the server's sampling and elicitation requests, and the
+        session declares those capabilities only with it (``input_requests.py``).
 
         Raises:
             UpstreamUnavailable: the server could not be started or reached,
@@ -114,6 +121,7 @@ class UpstreamSession:
         """
         session = cls(cfg)
         session._auth = auth
+        session._answerer = answerer
         await session._start(target)
         return session
 
@@ -184,12 +192,15 @@ class UpstreamSession:
                 self._stderr = StderrLog(self.cfg)  # closed in aclose(), or when collected
             errlog = self._stderr.handle if self._stderr is not None else None
             target = await build_transport(self.cfg, stack, stderr=errlog, auth=self._auth)
+        asks = self._in_flight.callbacks(self._answerer)
         client = Client(
             target,
             mode=self.cfg.protocol,
             message_handler=self._changes.on_message,
             client_info=types.Implementation(name="cartograph", version=_version()),
             cache=None,
+            sampling_callback=asks.sampling,
+            elicitation_callback=asks.elicitation,
         )
         await stack.enter_async_context(client)
         return client
@@ -283,7 +294,7 @@ class UpstreamSession:
         """
         client = self._require_client()
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(timeout), self._in_flight.calling(name):
                 return await client.call_tool(
                     name,
                     arguments or {},
@@ -451,7 +462,7 @@ class UpstreamSession:
         send: Callable[[], Awaitable[_Item]],
     ) -> _Item:
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(timeout), self._in_flight.calling(phase.partition(" ")[0]):
                 return await send()
         except asyncio.CancelledError:
             raise
