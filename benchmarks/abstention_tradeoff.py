@@ -1,0 +1,120 @@
+"""Abstention fitted on training data, measured on every evaluation set.
+
+    python benchmarks/train_sets.py                  # once: the BFCL training half laid out
+    python benchmarks/abstention_tradeoff.py [--max-false 0.02] [--json]
+
+Fits both rules of ``cartograph.eval.calibrate`` — the raw cosine threshold and the
+open-world margin (``index/open_world.py``) — on the BFCL training half alone:
+its answerable questions over its own federation (false abstention at most
+``--max-false``) against its irrelevance questions and its questions with the gold
+servers removed (true abstention). Then it applies each fitted parameter, and the
+shipped cosine threshold, to the evaluation sets (demo single-step, LiveMCPBench,
+the BFCL evaluation half: false abstention; the demo's out-of-catalog tasks: true
+abstention) and prints the trade-off. Nothing here is fitted on an evaluation set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from cartograph.cards.attest import attest_with_unsafe_throwaway_key
+from cartograph.catalog.snapshot import load_catalog
+from cartograph.eval.calibrate import (
+    REMOVED,
+    CalibrationSet,
+    RuleSets,
+    cosine_rule,
+    fit_rule,
+    open_world_rule,
+)
+from cartograph.eval.data import load_queries
+from cartograph.index.discover import DEFAULT_ABSTAIN_THRESHOLD
+from cartograph.index.embedders import get_embedder
+from cartograph.index.tool_index import ToolIndex
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = Path(os.environ.get("CARTOGRAPH_BENCH_DIR", ROOT.parent / "shared" / "bench"))
+DEMO = ROOT / "benchmarks" / "data" / "demo"
+TRAIN = ROOT / "benchmarks" / "results" / "train" / "bfcl"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--max-false", type=float, default=0.02)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if not (TRAIN / "irrelevance.jsonl").is_file():
+        raise SystemExit("abstention_tradeoff: run benchmarks/train_sets.py first")
+    model = get_embedder("minilm")
+
+    def index(catalog: Path) -> ToolIndex:
+        return ToolIndex.build(attest_with_unsafe_throwaway_key(load_catalog(catalog)), model)
+
+    train = index(TRAIN / "catalog.json")
+    fit_on = (
+        [CalibrationSet("bfcl-train", train, load_queries(TRAIN / "queries.jsonl"))],
+        [
+            CalibrationSet(
+                "bfcl-train irrelevance", train, load_queries(TRAIN / "irrelevance.jsonl")
+            )
+        ],
+    )
+    demo = index(DEMO / "catalog.json")
+    measure_on = (
+        [
+            CalibrationSet("demo", demo, load_queries(DEMO / "single_step.jsonl")),
+            CalibrationSet(
+                "livemcpbench",
+                index(BENCH / "livemcpbench" / "catalog.json"),
+                load_queries(BENCH / "livemcpbench" / "queries.jsonl"),
+            ),
+            CalibrationSet(
+                "bfcl",
+                index(BENCH / "bfcl" / "catalog.json"),
+                load_queries(BENCH / "bfcl" / "queries.jsonl"),
+            ),
+        ],
+        [CalibrationSet("demo-ooc", demo, load_queries(DEMO / "out_of_catalog.jsonl"))],
+    )
+    rows: list[dict[str, Any]] = []
+    for name, make in (("cosine", cosine_rule), ("open world", open_world_rule)):
+        fitted = fit_rule(make(*fit_on), args.max_false)
+        measured = make(*measure_on)
+        rows.append(
+            {
+                "rule": name,
+                "fitted on": "bfcl-train",
+                "param": round(fitted.param, 4),
+                "train": fitted.rates,
+                "eval": _rates(measured, fitted.param),
+            }
+        )
+    shipped = cosine_rule(*measure_on)
+    rows.append(
+        {
+            "rule": "cosine",
+            "fitted on": "shipped",
+            "param": DEFAULT_ABSTAIN_THRESHOLD,
+            "train": {},
+            "eval": _rates(shipped, DEFAULT_ABSTAIN_THRESHOLD),
+        }
+    )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        evals = ", ".join(f"{k} {v:.1%}" for k, v in row["eval"].items())
+        print(f"{row['rule']:<10} {row['fitted on']:<10} {row['param']:>8}  {evals}")
+
+
+def _rates(rule: RuleSets, param: float) -> dict[str, float]:
+    decided = rule.decide(param)
+    return {k: round(float(v.mean()), 4) for k, v in decided.items() if REMOVED not in k}
+
+
+if __name__ == "__main__":
+    main()
