@@ -397,6 +397,10 @@ RESOURCE_DENIED: Final = _code(
     "resource_denied", "the catalog's allow/deny policy refuses the resource"
 )
 PROMPT_DENIED: Final = _code("prompt_denied", "the catalog's allow/deny policy refuses the prompt")
+SECRET_IN_ARGUMENTS: Final = _code(
+    "secret_in_arguments",
+    "the arguments carry a secret (a credential's format, or an operator credential); not sent",
+)
 RESOURCES_OFF: Final = _code(
     "resources_off", "the catalog does not pass upstream resources through"
 )

@@ -250,7 +250,9 @@ def test_the_steps_run_in_the_documented_order() -> None:
         "card_intact",
         "drift",
         "validate",
+        "scan_arguments",
         "forward",
+        "redact_secrets",
         "limit",
         "note_repairs",
     ]

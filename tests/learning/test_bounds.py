@@ -232,7 +232,8 @@ async def test_one_catalogs_traffic_never_evicts_another_catalogs_evidence(
     log: Path, index: ToolIndex, cards: VerifiedCards
 ) -> None:
     """With the limit at 50, five tasks of a quiet catalog outlive 300 of a busy one."""
-    quiet, busy = learning(log, "quiet", max_tasks=50), learning(log, "busy", max_tasks=50)
+    unlimited = {"max_tasks": 50, "max_evidence_per_minute": 1_000}
+    quiet, busy = learning(log, "quiet", **unlimited), learning(log, "busy", **unlimited)
     await quiet.sync(cards)
     await busy.sync(cards)
     for _ in range(5):
@@ -240,7 +241,7 @@ async def test_one_catalogs_traffic_never_evicts_another_catalogs_evidence(
     for number in range(300):  # past PRUNE_EVERY (256): the busy catalog prunes
         await busy.record_discover("s1", f"{TASK} {number}", [])
     quiet.close()
-    restarted = learning(log, "quiet", max_tasks=50)
+    restarted = learning(log, "quiet", **unlimited)
     await restarted.sync(cards)  # prunes again, at start
     assert restarted.status()["tasks_in_memory"] == 5
     assert restarted.store.status().catalogs == {"busy": 50, "quiet": 5}  # busy: at its max
@@ -267,7 +268,7 @@ async def test_a_task_logs_at_most_max_calls_per_task_calls_and_no_more_evidence
 async def test_one_discover_then_a_flood_of_calls_logs_the_default_cap(
     log: Path, index: ToolIndex, cards: VerifiedCards
 ) -> None:
-    flooded = learning(log)
+    flooded = learning(log, max_evidence_per_minute=1_000)
     await flooded.sync(cards)
     await use(flooded, index, cards, TASK, *[("weather", "get_alerts", "tool_error")] * 100)
     (row,) = flooded.store.export()

@@ -53,8 +53,13 @@ def test_status_reports_counts_per_catalog_and_the_retention(tmp_path: Path) -> 
     assert data["tasks"] == 3 and data["calls"] == 3 and data["outcomes"] == {"ok": 3}
     assert data["catalogs"] == {"a": 2, "b": 1}
     assert data["oldest"] == "2026-01-01T00:00:00Z"
-    assert data["retention"] == {"max_tasks": 500, "max_age_days": 90.0, "max_calls_per_task": 64}
-    assert data["enabled"] is True and data["schema_version"] == 1
+    assert data["retention"] == {
+        "max_tasks": 500,
+        "max_age_days": 90.0,
+        "max_calls_per_task": 64,
+        "max_evidence_per_minute": 30,
+    }
+    assert data["enabled"] is True and data["schema_version"] == 2
 
 
 def test_forget_before_a_date_keeps_later_tasks(tmp_path: Path) -> None:
@@ -136,3 +141,26 @@ def test_reading_commands_never_create_a_log(tmp_path: Path) -> None:
     }
     assert run("learning", "export", "--config", cfg).stdout == ""
     assert not (tmp_path / "state").exists()
+
+
+def test_status_counts_each_principal_and_forget_takes_one_principals(tmp_path: Path) -> None:
+    seed_log(tmp_path)  # three tasks of the local principal
+    store = SqliteUsageStore(usage_log_path(tmp_path / "state"))
+    vector = np.ones(8, dtype=np.float32)
+    store.add_task(TaskRecord("a", "s", "theirs", "m", vector, (), 5.0, principal="mallory"))
+    store.close()
+    cfg = str(config(tmp_path))
+    status = json.loads(run("learning", "status", "--config", cfg, "--json").stdout)
+    assert status["principals"] == {
+        "mallory": {"tasks": 1, "calls": 0},
+        "stdio": {"tasks": 3, "calls": 3},
+    }
+    assert status["min_principals"] == 2 and status["retention"]["max_evidence_per_minute"] == 30
+    exported = run("learning", "export", "--principal", "mallory", "--config", cfg)
+    assert [json.loads(line)["task"] for line in exported.stdout.splitlines()] == ["theirs"]
+    forgot = run("learning", "forget", "--principal", "mallory", "--config", cfg, "--json")
+    assert json.loads(forgot.stdout) == {"deleted_tasks": 1}
+    status = json.loads(run("learning", "status", "--config", cfg, "--json").stdout)
+    assert list(status["principals"]) == ["stdio"] and status["tasks"] == 3
+    table = run("learning", "status", "--config", cfg)
+    assert "stdio 3 tasks/3 calls" in table.stdout

@@ -10,6 +10,7 @@ from cartograph.eval.learning import _feedback, prequential
 from cartograph.eval.metrics import Judgement
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.tool_index import ToolIndex
+from cartograph.learning.learner import LearningParams
 from tests.index.retrieval_fixtures import small_catalog
 
 
@@ -21,7 +22,9 @@ def query(number: int) -> EvalQuery:
 
 def test_the_first_query_is_ranked_zero_shot_and_repeats_learn_from_it() -> None:
     index = ToolIndex.build(attest_with_unsafe_throwaway_key(small_catalog()), FakeEmbedder())
-    report = prequential(index, [query(i) for i in range(3)], method="bm25", seed=7)
+    uncapped = LearningParams(first_place_margin=None)
+    queries = [query(i) for i in range(3)]
+    report = prequential(index, queries, method="bm25", seed=7, params=uncapped)
     per_query = [point.metrics for point in report.curve]  # 3 queries: one per window
     assert len(per_query) == 3
     first = per_query[0]
@@ -30,6 +33,9 @@ def test_the_first_query_is_ranked_zero_shot_and_repeats_learn_from_it() -> None
     assert per_query[1]["oracle"]["MRR"] == 1.0  # learned from query 1 alone
     assert per_query[2]["zero-shot"] == first["zero-shot"]  # zero-shot never learns
     assert report.rows["oracle"]["MRR"].mean > report.rows["zero-shot"]["MRR"].mean
+    # The shipped cap: the zero-shot first tool leads clearly, so it stays first.
+    capped = prequential(index, queries, method="bm25", seed=7).curve[1].metrics
+    assert capped["oracle"]["MRR"] == 0.5
 
 
 def test_surfaced_feedback_calls_only_gold_tools_it_was_shown_plus_noise() -> None:

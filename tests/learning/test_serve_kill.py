@@ -35,6 +35,8 @@ BETWEEN = 15
 
 def write_config(tmp_path: Path) -> Path:
     body = toml_for(tmp_path / "state", scriptable("calc"), learning=True)
+    # One principal (stdio: no tokens) writes every row here: lift its rate limit.
+    body = body.replace("enabled = true", "enabled = true\nmax_evidence_per_minute = 100000", 1)
     for name in CATALOGS:
         body += f'\n[[catalogs]]\nname = "{name}"\nservers = ["calc"]\n'
     path = tmp_path / "cartograph.toml"

@@ -152,6 +152,7 @@ def test_export_lists_each_task_with_what_it_surfaced_and_its_calls(tmp_path: Pa
         assert row == {
             "id": t,
             "catalog": "default",
+            "principal": "stdio",
             "session": "local",
             "time": "1970-01-01T00:00:00Z",
             "task": "read a file",
@@ -200,5 +201,31 @@ def test_a_process_killed_mid_write_loses_no_acknowledged_row_and_corrupts_nothi
         assert set(acknowledged) <= ids
         evidence = store.evidence("default", "m", limit=1_000_000)
         assert {e.task_id for e in evidence} >= set(acknowledged)
+    finally:
+        store.close()
+
+
+def test_a_version_1_log_is_migrated_and_its_rows_belong_to_the_local_principal(
+    tmp_path: Path,
+) -> None:
+    from cartograph.learning.sqlite import MIGRATIONS
+
+    path = tmp_path / "usage.sqlite3"
+    db = sqlite3.connect(path)
+    for statement in MIGRATIONS[0]:
+        db.execute(statement)
+    db.execute(
+        "INSERT INTO tasks (catalog, session, created, task, model, vector) "
+        "VALUES ('default', 's', 1.0, 'old task', 'm', ?)",
+        (np.ones(4, dtype="<f4").tobytes(),),
+    )
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    store = SqliteUsageStore(path)
+    try:
+        assert store.schema_version == SCHEMA_VERSION == 2
+        assert [row["principal"] for row in store.export()] == ["stdio"]
+        assert store.status().principals == {"stdio": {"tasks": 1, "calls": 0}}
     finally:
         store.close()

@@ -48,7 +48,7 @@ async def test_status_shows_stdio_although_stdio_and_error_are_env_values(tmp_pa
     rendered = json.dumps(report)
     assert report["servers"][0]["transport"] == "stdio"
     assert "[redacted]" not in rendered
-    assert TOKEN not in text(leaked) and "[redacted]" in text(leaked)
+    assert TOKEN not in text(leaked) and "[redacted secret: Operator Credential]" in text(leaked)
     assert TOKEN not in rendered and DECLARED not in rendered
 
 

@@ -115,7 +115,12 @@ def _base_tools() -> list[types.Tool]:
             {"announce": {"type": "boolean"}},
             [],
         ),
-        tool("secret", "Fails with its environment's SECRET_TOKEN in the error.", {}, []),
+        tool(
+            "secret",
+            "Fails with its environment's SECRET_TOKEN in the error (with succeed: returns it).",
+            {"succeed": {"type": "boolean"}},
+            [],
+        ),
         tool("pid", "Returns this server's process id.", {}, []),
         tool(
             "announce",
@@ -175,7 +180,10 @@ async def _fault_call(ctx: Context, params: types.CallToolRequestParams) -> type
             await ctx.session.send_tool_list_changed()
         return _text("mutated")
     if name == "secret":
-        return _text(f"failed with token {os.environ.get('SECRET_TOKEN', '')}", is_error=True)
+        token = os.environ.get("SECRET_TOKEN", "")
+        if args.get("succeed"):
+            return _text(f"your token is {token}", structured_content={"token": token})
+        return _text(f"failed with token {token}", is_error=True)
     if name == "pid":
         return _text(str(os.getpid()))
     if name == "announce":

@@ -133,7 +133,7 @@ def test_an_audit_record_is_committed_when_write_returns_with_secrets_redacted(
     assert row[0] == "upstream_error: [redacted] leaked"
     assert row[1] == {"path": "string"} and row[2] == []
     assert row[3] == sink.replica and row[4].startswith("00-")
-    assert database.version("audit") == 1
+    assert database.version("audit") == 2
     sink.close()
 
 

@@ -7,6 +7,7 @@ only where the log lives differs.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,7 @@ def test_export_and_status_read_back_what_was_written(store: UsageStore) -> None
     assert row == {
         "id": t,
         "catalog": "default",
+        "principal": "stdio",
         "session": "local",
         "time": "1970-01-01T00:00:00Z",
         "task": "a task",
@@ -110,7 +112,7 @@ def test_export_and_status_read_back_what_was_written(store: UsageStore) -> None
     }
     status = store.status()
     assert (status.tasks, status.calls, status.outcomes) == (1, 1, {"tool_error": 1})
-    assert status.catalogs == {"default": 1} and status.schema_version == 1
+    assert status.catalogs == {"default": 1} and status.schema_version == 2
     assert status.size_bytes > 0
 
 
@@ -130,3 +132,20 @@ def test_a_task_holds_at_most_max_calls_call_rows(store: UsageStore) -> None:
     assert store.add_call(call(10_000), max_calls=3) is False  # no such task: nothing logged
     calls = {row["id"]: len(row["calls"]) for row in store.export()}
     assert calls == {full: 3, other: 1}
+
+
+def test_each_task_keeps_its_principal_and_forget_takes_one_principals(store: UsageStore) -> None:
+    mine = store.add_task(replace(task(), principal="alice"))
+    store.add_call(call(mine))
+    theirs = store.add_task(task())  # no principal named: the local one
+    store.add_call(call(theirs, outcome="tool_error"))
+    assert [(e.task_id, e.principal) for e in store.evidence("default", "m", limit=10)] == [
+        (mine, "alice")
+    ]
+    assert store.status().principals == {
+        "alice": {"tasks": 1, "calls": 1},
+        "stdio": {"tasks": 1, "calls": 1},
+    }
+    assert [row["id"] for row in store.export(principal="alice")] == [mine]
+    assert store.forget(principal="alice") == 1
+    assert [(row["id"], row["principal"]) for row in store.export()] == [(theirs, "stdio")]

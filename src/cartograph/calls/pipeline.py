@@ -17,8 +17,9 @@ to refuse, and every refusal comes before any upstream I/O::
     card_intact   the card's signature, header and this tool's entry (P-SIG-3)
     drift         the tool is attested and its live definition still matches
     validate      the arguments match the attested input schema (P-TOOL-1)
-    (secret scan) goes here, when it lands (see TOOL_CALL)
+    scan_arguments  no secret in the arguments, or none sent (P-SEC-1; calls/secrets.py)
     forward       the gateway: breaker, bulkhead, pool partition, deadline
+    redact_secrets  each secret in the result replaced by a marker naming its class
     limit         an upstream error result redacted, a result over the size limit cut
     note_repairs  the repairs ``resolve`` made, told beside the upstream's result
 
@@ -45,6 +46,7 @@ from cartograph.calls.arguments import (
     validate_arguments,
 )
 from cartograph.calls.request import Answer, Call, CallRequest
+from cartograph.calls.secrets import redact_secrets, scan_arguments
 from cartograph.cards.drift import DriftReport
 from cartograph.cards.verified import VerifiedCards
 from cartograph.config.model import CatalogPolicy, GatewayConfig, ServerConfig
@@ -69,6 +71,7 @@ from cartograph.gateway.results import (
     limit_result,
     redact_error_result,
 )
+from cartograph.gateway.secret_scan import redacted_shape
 from cartograph.index.serving import policy_allows
 from cartograph.suggest import did_you_mean
 from cartograph.telemetry import annotate
@@ -338,9 +341,9 @@ TOOL_CALL: Final[tuple[Step, ...]] = (
     card_intact,
     drift,
     validate,
-    # The secret scan goes here: it reads call.resolved.arguments once they are known to
-    # match the attested schema, and refuses (raises) before forward sends them anywhere.
+    scan_arguments,
     forward,
+    redact_secrets,
     limit,
     note_repairs,
 )
@@ -407,9 +410,10 @@ def audit_record(call: Call, outcome: str) -> AuditRecord:
         tool=call.tool,
         duration_ms=round((time.perf_counter() - call.started) * 1000.0, 3),
         outcome=outcome,
-        arguments=argument_shape(call.arguments),
+        arguments=redacted_shape(argument_shape(call.arguments), call.secrets),
         repairs=call.repairs,
         trace=request.trace,
+        secrets=dict(call.secrets) or None,
     )
 
 

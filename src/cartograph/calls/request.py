@@ -65,6 +65,8 @@ class Call:
     result: CallToolResult | None = None
     found: DiscoverResult | None = None
     """What ``discover`` found (metrics and learning read it)."""
+    secrets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The classes of secret the scan saw, by direction (``arguments``, ``result``)."""
 
     def __post_init__(self) -> None:
         self.proxy_tool = self.proxy_tool or self.request.name

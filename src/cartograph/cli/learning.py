@@ -4,7 +4,9 @@ The log lives in the config's state directory (``usage.sqlite3``); these
 commands open it directly (no servers are contacted), safely while ``serve``
 writes it: ``status`` and ``export`` open it read-only, ``forget`` writes
 through SQLite's own locking like the server does. ``forget`` is how an
-operator honours a deletion request or starts learning afresh.
+operator honours a deletion request or starts learning afresh; ``--principal``
+narrows ``forget`` and ``export`` to one principal's tasks (``stdio`` is the
+local one), and ``status`` counts each principal's.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ app.add_typer(learning_app, name="learning")
 
 CatalogNameOption = Annotated[
     str | None, typer.Option("--catalog", help="Only this catalog (default: all).")
+]
+PrincipalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--principal", help="Only this principal's tasks (a token's name; stdio: the local one)."
+    ),
 ]
 
 
@@ -75,7 +83,7 @@ class _NoLog:
     def status(self) -> Any:
         from cartograph.learning.store import UsageStatus
 
-        return UsageStatus(str(self.path), 0, 0, 0, {}, {}, None, None, 0)
+        return UsageStatus(str(self.path), 0, 0, 0, {}, {}, {}, None, None, 0)
 
     def forget(self, **_: Any) -> int:
         return 0
@@ -103,6 +111,7 @@ def status(config: ConfigOption = None, json_out: JsonOption = False) -> None:
         "calls": report.calls,
         "outcomes": report.outcomes,
         "catalogs": report.catalogs,
+        "principals": report.principals,
         "oldest": _iso(report.oldest),
         "newest": _iso(report.newest),
         "size_bytes": report.size_bytes,
@@ -110,7 +119,9 @@ def status(config: ConfigOption = None, json_out: JsonOption = False) -> None:
             "max_tasks": cfg.learning.max_tasks,
             "max_age_days": cfg.learning.max_age_days,
             "max_calls_per_task": cfg.learning.max_calls_per_task,
+            "max_evidence_per_minute": cfg.learning.max_evidence_per_minute,
         },
+        "min_principals": cfg.learning.min_principals,
     }
     if json_out:
         print_json(data)
@@ -122,6 +133,8 @@ def status(config: ConfigOption = None, json_out: JsonOption = False) -> None:
         ("tasks", data["tasks"]),
         ("calls", ", ".join(f"{k} {v}" for k, v in report.outcomes.items()) or "0"),
         ("catalogs", ", ".join(f"{k} {v}" for k, v in report.catalogs.items()) or "-"),
+        ("principals", _principals(report.principals)),
+        ("agreement", f"{cfg.learning.min_principals} principals move shared rankings"),
         ("span", f"{data['oldest'] or '-'} … {data['newest'] or '-'}"),
         ("size", f"{report.size_bytes:,} bytes"),
         ("retention", _retention(cfg.learning)),
@@ -138,14 +151,15 @@ def forget(
         ),
     ] = None,
     catalog: CatalogNameOption = None,
+    principal: PrincipalOption = None,
     config: ConfigOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Delete logged tasks and their calls (all of them unless --before/--catalog)."""
+    """Delete logged tasks and their calls (all of them unless --before/--catalog/--principal)."""
     cutoff = parse_date(before) if before is not None else None
     store, _cfg = _store(config, write=True)
     try:
-        deleted = store.forget(before=cutoff, catalog=catalog)
+        deleted = store.forget(before=cutoff, catalog=catalog, principal=principal)
     finally:
         store.close()
     if json_out:
@@ -160,14 +174,15 @@ def export(
         Path | None, typer.Option("--out", help="Write JSON lines here (default: stdout).")
     ] = None,
     catalog: CatalogNameOption = None,
+    principal: PrincipalOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Every logged task as one JSON line: task, tools surfaced, calls and outcomes."""
+    """Every logged task as one JSON line: task, principal, tools surfaced, calls, outcomes."""
     import json
 
     store, _cfg = _store(config)
     try:
-        rows = store.export(catalog=catalog)
+        rows = store.export(catalog=catalog, principal=principal)
         lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         if out is None:
             for line in lines:
@@ -183,8 +198,14 @@ def export(
 def _retention(learning: Any) -> str:
     return (
         f"{learning.max_tasks:,} tasks per catalog, {learning.max_age_days:g} days, "
-        f"{learning.max_calls_per_task:,} calls per task"
+        f"{learning.max_calls_per_task:,} calls per task, "
+        f"{learning.max_evidence_per_minute:,} rows per principal per minute"
     )
+
+
+def _principals(principals: dict[str, dict[str, int]]) -> str:
+    parts = [f"{name} {n['tasks']} tasks/{n['calls']} calls" for name, n in principals.items()]
+    return ", ".join(parts) or "-"
 
 
 def parse_date(text: str) -> float:

@@ -21,6 +21,7 @@ from cartograph.config.catalog_rules import (
     check_explicit_prefix,
     check_members,
 )
+from cartograph.config.secret_policy import SecretPolicy
 from cartograph.config.secrets import (
     header_secrets,
     masked_env,
@@ -479,6 +480,8 @@ class CatalogPolicy(_Section):
     allow: tuple[str, ...] = ("*",)
     deny: tuple[str, ...] = ()
     passthrough: tuple[Passthrough, ...] = ("resources", "prompts")
+    secrets: SecretPolicy = Field(default_factory=SecretPolicy)
+    """The secret scan of calls, resource reads and prompts: block and redact by default."""
 
 
 def deny_disabled_tools(policy: CatalogPolicy, servers: Sequence[ServerConfig]) -> CatalogPolicy:

@@ -153,7 +153,9 @@ def replay(
             if arm.learner is not None:
                 learned = arm.learner.scores(vector, q.query)
                 bonus = {where[key]: v for key, v in learned.items() if key in where}
-                ranked = blend(zero, bonus, EVAL_K, params.zero_shot_slots)
+                ranked = blend(
+                    zero, bonus, EVAL_K, params.zero_shot_slots, params.first_place_margin
+                )
             shown = [keys[i] for i, _ in ranked]
             arm.scores.append(query_metrics(shown, judgement))
             if arm.learner is not None:

@@ -83,6 +83,11 @@ class Redactor:
         return cls(values)
 
     @property
+    def values(self) -> tuple[str, ...]:
+        """The secret values themselves, longest first (the secret scan looks for each)."""
+        return tuple(self._secrets)
+
+    @property
     def empty(self) -> bool:
         """True when there is nothing to redact, so callers can skip the walk."""
         return not self._secrets
@@ -128,6 +133,10 @@ class AuditRecord:
     path: str | None = None
     trace: str | None = None
     """The W3C ``traceparent`` the client sent in the request's ``_meta``, when it sent one."""
+    secrets: Mapping[str, tuple[str, ...]] | None = None
+    """The classes of secret the scan saw, by direction (``arguments``, ``result``).
+
+    Never a value: ``{"arguments": ("AWS Access Key",)}``."""
 
     def __post_init__(self) -> None:
         """Names a caller chose are kept to :data:`~cartograph.echo.MAX_ECHO` characters.
@@ -244,7 +253,7 @@ class AuditLog:
 
 
 _FIELDS: Final = tuple(f.name for f in fields(AuditRecord))
-_OPTIONAL: Final = ("http_status", "path", "trace")
+_OPTIONAL: Final = ("http_status", "path", "trace", "secrets")
 _CALLER_NAMED: Final = ("catalog", "principal", "proxy_tool", "server", "tool", "outcome", "path")
 
 

@@ -1,14 +1,18 @@
 """Learning for one catalog: log what agents do, re-rank ``discover`` with it.
 
-The proxy calls three things. ``rerank`` runs inside ``discover`` (on
-whatever thread ranks), right after the zero-shot ranker. ``record_discover``
-logs the task, its embedding and the tools shown, and opens that MCP
-session's current task; ``record_call`` attributes each later ``call`` of
-the same session (within ``attribution_window`` seconds) to it, logs the
-outcome, and — only when it succeeded — adds the evidence to the in-memory
-:class:`~cartograph.learning.learner.Learner`. Store I/O runs in a worker
-thread (``anyio.to_thread``) and is awaited before the proxy answers, so
-nothing is held only in memory when the agent sees the result.
+The proxy calls three things. ``for_principal(name).rerank`` runs inside
+``discover`` (on whatever thread ranks), right after the zero-shot ranker,
+with the evidence that principal may use (:mod:`.learner`). ``record_discover``
+logs the task, its embedding, the tools shown and the principal, and opens
+that MCP session's current task; ``record_call`` attributes each later
+``call`` of the same session (within ``attribution_window`` seconds) to it,
+logs the outcome, and — only when it succeeded — adds the evidence to the
+in-memory :class:`~cartograph.learning.learner.Learner`. Each principal logs
+at most ``max_evidence_per_minute`` rows (discovers and calls together) in this
+catalog; a row past it is not logged, and a discover past it opens no task.
+Store I/O runs in a worker thread (``anyio.to_thread``) and is awaited before
+the proxy answers, so nothing is held only in memory when the agent sees the
+result.
 
 Evidence is keyed by the fingerprint of the tool's verified card entry:
 :meth:`sync` (at start and whenever the index is rebuilt) drops the evidence
@@ -21,7 +25,7 @@ import logging
 import threading
 import time
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -37,6 +41,7 @@ from cartograph.index.rankers.base import QueryContext, Ranking
 from cartograph.index.tool_index import ToolIndex
 from cartograph.learning.learner import Learner, LearningParams, blend, positions
 from cartograph.learning.store import (
+    LOCAL_PRINCIPAL,
     OK,
     CallRecord,
     Retention,
@@ -53,6 +58,9 @@ RERANK_DEPTH: Final = 100
 MAX_SESSIONS: Final = 4096
 PRUNE_EVERY: Final = 256
 _RECENT_VECTORS: Final = 256
+RATE_WINDOW: Final = 60.0
+"""Seconds over which ``max_evidence_per_minute`` counts a principal's rows."""
+MAX_RATED_PRINCIPALS: Final = 4096
 
 Digests = Mapping[str, Mapping[str, str]]
 
@@ -63,6 +71,7 @@ class _OpenTask:
     task: str
     vector: Vectors
     opened: float
+    principal: str
     counted: set[ToolKey] = field(default_factory=set)
     full: bool = False
     """The task holds ``max_calls_per_task`` call rows: later calls are not logged."""
@@ -95,6 +104,7 @@ class CatalogLearning:
         self._recent: OrderedDict[str, Vectors] = OrderedDict()
         self._positions: tuple[Callable[[], object], dict[ToolKey, int]] = (_gone, {})
         self._added = 0
+        self._rate = _RateLimit(config.max_evidence_per_minute, RATE_WINDOW)
         self._loaded = False
         self._cards: Callable[[], object] = _gone
 
@@ -135,17 +145,29 @@ class CatalogLearning:
 
     # -- ranking -------------------------------------------------------------------
 
-    def rerank(self, index: ToolIndex, ctx: QueryContext, ranked: Ranking, k: int) -> Ranking:
-        """The :class:`~cartograph.index.discover.Reranker` step: zero-shot + learned, bounded."""
+    def for_principal(self, principal: str = LOCAL_PRINCIPAL) -> PrincipalReranker:
+        """The :class:`~cartograph.index.discover.Reranker` of ``principal``'s discovers."""
+        return PrincipalReranker(self, principal)
+
+    def rerank(
+        self,
+        index: ToolIndex,
+        ctx: QueryContext,
+        ranked: Ranking,
+        k: int,
+        principal: str = LOCAL_PRINCIPAL,
+    ) -> Ranking:
+        """Zero-shot + what ``principal`` may learn from (its own and agreed evidence), bounded."""
         vector = ctx.whole_vector()
         with self._lock:
             self._remember(ctx.query.text, vector)
             if not self._learner.tasks:
                 return ranked
-            learned = self._learner.scores(vector, ctx.query.text)
+            learned = self._learner.scores(vector, ctx.query.text, principal)
             where = self._index_positions(index)
         by_position = {where[key]: bonus for key, bonus in learned.items() if key in where}
-        return blend(ranked, by_position, k, self.params.zero_shot_slots)
+        p = self.params
+        return blend(ranked, by_position, k, p.zero_shot_slots, p.first_place_margin)
 
     def _index_positions(self, index: ToolIndex) -> dict[ToolKey, int]:
         """Only tools this index holds (verified, servable, allowed) can be promoted."""
@@ -164,13 +186,26 @@ class CatalogLearning:
 
     # -- recording -----------------------------------------------------------------
 
-    async def record_discover(self, session: str, task: str, tools: Sequence[ToolKey]) -> None:
-        """Log one discover and make it the session's current task."""
+    async def record_discover(
+        self,
+        session: str,
+        task: str,
+        tools: Sequence[ToolKey],
+        principal: str = LOCAL_PRINCIPAL,
+    ) -> None:
+        """Log one discover of ``principal``'s and make it the session's current task.
+
+        Past the principal's rate the discover is not logged and the session
+        has no current task (its calls are not logged either).
+        """
+        now = self._clock()
         with self._lock:
+            if not self._rate.admit(principal, now):
+                self._sessions.pop(session, None)
+                return
             vector = self._recent.get(task)
         if vector is None:  # ranked without the reranker (or long ago): embed once more
             vector = await anyio.to_thread.run_sync(lambda: self.embedder.embed([task])[0])
-        now = self._clock()
         record = TaskRecord(
             catalog=self.catalog,
             session=session,
@@ -179,10 +214,11 @@ class CatalogLearning:
             vector=np.asarray(vector, dtype=np.float32),
             surfaced=tuple(SurfacedTool(s, t, self._digest(s, t)) for s, t in tools),
             created=now,
+            principal=principal,
         )
         task_id = await anyio.to_thread.run_sync(self.store.add_task, record)
         with self._lock:
-            self._sessions[session] = _OpenTask(task_id, task, record.vector, now)
+            self._sessions[session] = _OpenTask(task_id, task, record.vector, now, principal)
             self._sessions.move_to_end(session)
             while len(self._sessions) > MAX_SESSIONS:
                 self._sessions.popitem(last=False)
@@ -200,6 +236,8 @@ class CatalogLearning:
                 return  # no discover to attribute it to
             if open_task.full:
                 return  # the per-task bound: neither logged nor counted
+            if not self._rate.admit(open_task.principal, now):
+                return  # the per-principal rate: neither logged nor counted
             digest = self._digest(server, tool)
         record = CallRecord(open_task.task_id, server, tool, digest, outcome, now)
         logged = await anyio.to_thread.run_sync(
@@ -215,7 +253,9 @@ class CatalogLearning:
             key = (server, tool)
             if key not in open_task.counted:
                 open_task.counted.add(key)
-                self._learner.add(open_task.task_id, open_task.vector, open_task.task, key)
+                self._learner.add(
+                    open_task.task_id, open_task.vector, open_task.task, key, open_task.principal
+                )
 
     def _digest(self, server: str, tool: str) -> str:
         return self._digests.get(server, {}).get(tool, "")
@@ -223,6 +263,41 @@ class CatalogLearning:
     def status(self) -> dict[str, Any]:
         with self._lock:
             return {"catalog": self.catalog, "tasks_in_memory": self._learner.tasks}
+
+
+class PrincipalReranker:
+    """One principal's view of a catalog's learning: the reranker its discovers use."""
+
+    def __init__(self, learning: CatalogLearning, principal: str) -> None:
+        self.learning = learning
+        self.principal = principal
+        self.depth = learning.depth
+
+    def rerank(self, index: ToolIndex, ctx: QueryContext, ranked: Ranking, k: int) -> Ranking:
+        return self.learning.rerank(index, ctx, ranked, k, self.principal)
+
+
+class _RateLimit:
+    """At most ``limit`` admissions per principal in any ``window`` seconds (sliding)."""
+
+    def __init__(self, limit: int, window: float) -> None:
+        self.limit = limit
+        self.window = window
+        self._times: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def admit(self, principal: str, now: float) -> bool:
+        times = self._times.get(principal)
+        if times is None:
+            times = self._times[principal] = deque()
+            while len(self._times) > MAX_RATED_PRINCIPALS:
+                self._times.popitem(last=False)
+        self._times.move_to_end(principal)
+        while times and now - times[0] >= self.window:
+            times.popleft()
+        if len(times) >= self.limit:
+            return False
+        times.append(now)
+        return True
 
 
 def _gone() -> None:

@@ -12,7 +12,9 @@ back (``RETURNING`` where SQLite may be older than 3.35).
 The bounds live here, so both stores hold them: retention counts tasks **per
 catalog** (one catalog's traffic never evicts another's evidence), and a task
 holds at most ``max_calls`` call rows (a session looping on one ``discover``
-cannot fill the log).
+cannot fill the log). Each task names its principal (migration 2 of both
+stores adds the column, ``stdio`` for rows logged before it): evidence is read
+with it, and ``forget``/``export``/``status`` work per principal.
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ SQLITE: Final = Dialect(tables="", param="?", returning=False)
 POSTGRES: Final = Dialect(tables="usage_", param="%s", returning=True)
 
 _ADD_TASK: Final = (
-    "INSERT INTO {t}tasks (catalog, session, created, task, model, vector) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO {t}tasks (catalog, principal, session, created, task, model, vector) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 _ADD_SURFACED: Final = (
     "INSERT INTO {t}surfaced (task_id, rank, server, tool, digest) VALUES (?, ?, ?, ?, ?)"
@@ -109,21 +111,26 @@ _PRUNE_OVERFLOW: Final = (
 )
 _FORGET: Final = (
     "DELETE FROM {t}tasks WHERE (CAST(? AS DOUBLE PRECISION) IS NULL OR created < ?) "
-    "AND (CAST(? AS TEXT) IS NULL OR catalog = ?)"
+    "AND (CAST(? AS TEXT) IS NULL OR catalog = ?) AND (CAST(? AS TEXT) IS NULL OR principal = ?)"
 )
 _EVIDENCE: Final = (
     "WITH recent AS (SELECT DISTINCT t.id FROM {t}tasks t JOIN {t}calls c ON c.task_id = t.id "
     "WHERE t.catalog = ? AND t.model = ? AND c.outcome = ? ORDER BY t.id DESC LIMIT ?) "
-    "SELECT t.id, t.task, t.vector, c.server, c.tool FROM recent r "
+    "SELECT t.id, t.task, t.vector, t.principal, c.server, c.tool FROM recent r "
     "JOIN {t}tasks t ON t.id = r.id JOIN {t}calls c ON c.task_id = t.id "
     "WHERE c.outcome = ? ORDER BY t.id, c.id"
 )
 _TASK_COUNTS: Final = "SELECT count(*), min(created), max(created) FROM {t}tasks"
 _OUTCOME_COUNTS: Final = "SELECT outcome, count(*) FROM {t}calls GROUP BY outcome"
 _CATALOG_COUNTS: Final = "SELECT catalog, count(*) FROM {t}tasks GROUP BY catalog"
+_PRINCIPAL_COUNTS: Final = (
+    "SELECT t.principal, count(DISTINCT t.id), count(c.id) FROM {t}tasks t "
+    "LEFT JOIN {t}calls c ON c.task_id = t.id GROUP BY t.principal"
+)
 _EXPORT: Final = ExportQueries(
-    tasks="SELECT id, catalog, session, created, task, model FROM {t}tasks "
-    "WHERE (CAST(? AS TEXT) IS NULL OR catalog = ?) AND id > ? ORDER BY id LIMIT ?",
+    tasks="SELECT id, catalog, principal, session, created, task, model FROM {t}tasks "
+    "WHERE (CAST(? AS TEXT) IS NULL OR catalog = ?) "
+    "AND (CAST(? AS TEXT) IS NULL OR principal = ?) AND id > ? ORDER BY id LIMIT ?",
     surfaced="SELECT task_id, server, tool FROM {t}surfaced "
     "WHERE task_id BETWEEN ? AND ? ORDER BY task_id, rank",
     calls="SELECT task_id, server, tool, outcome, created FROM {t}calls "
@@ -162,6 +169,7 @@ class SqlUsageLog(ABC):
     def add_task(self, record: TaskRecord) -> int:
         params = (
             record.catalog,
+            record.principal,
             record.session,
             record.created,
             record.task,
@@ -233,9 +241,16 @@ class SqlUsageLog(ABC):
                 deleted += cursor.rowcount
             return deleted
 
-    def forget(self, *, before: float | None = None, catalog: str | None = None) -> int:
+    def forget(
+        self,
+        *,
+        before: float | None = None,
+        catalog: str | None = None,
+        principal: str | None = None,
+    ) -> int:
+        params = (before, before, catalog, catalog, principal, principal)
         with self._transaction() as cursor:
-            cursor.execute(self._sql(_FORGET), (before, before, catalog, catalog))
+            cursor.execute(self._sql(_FORGET), params)
             return cursor.rowcount
 
     # -- reads -------------------------------------------------------------------
@@ -248,6 +263,10 @@ class SqlUsageLog(ABC):
         tasks, oldest, newest = self._read(self._sql(_TASK_COUNTS))[0]
         outcomes = dict(self._read(self._sql(_OUTCOME_COUNTS)))
         catalogs = dict(self._read(self._sql(_CATALOG_COUNTS)))
+        principals = {
+            str(name): {"tasks": int(tasks), "calls": int(calls)}
+            for name, tasks, calls in sorted(self._read(self._sql(_PRINCIPAL_COUNTS)))
+        }
         return UsageStatus(
             location=self.location,
             schema_version=self._schema_version(),
@@ -255,15 +274,18 @@ class SqlUsageLog(ABC):
             calls=sum(int(v) for v in outcomes.values()),
             outcomes={str(k): int(v) for k, v in sorted(outcomes.items())},
             catalogs={str(k): int(v) for k, v in sorted(catalogs.items())},
+            principals=principals,
             oldest=oldest,
             newest=newest,
             size_bytes=self._size_bytes(),
         )
 
-    def export(self, *, catalog: str | None = None) -> Iterator[dict[str, Any]]:
+    def export(
+        self, *, catalog: str | None = None, principal: str | None = None
+    ) -> Iterator[dict[str, Any]]:
         queries = ExportQueries(
             tasks=self._sql(_EXPORT.tasks),
             surfaced=self._sql(_EXPORT.surfaced),
             calls=self._sql(_EXPORT.calls),
         )
-        return export_tasks(self._read, queries, catalog)
+        return export_tasks(self._read, queries, catalog, principal)

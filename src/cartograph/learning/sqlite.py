@@ -86,6 +86,11 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX calls_by_task ON calls (task_id)",
         "CREATE INDEX calls_by_tool ON calls (server, tool, outcome)",
     ),
+    # 2: the principal that logged each task (rows from before it: the local one).
+    (
+        "ALTER TABLE tasks ADD COLUMN principal TEXT NOT NULL DEFAULT 'stdio'",
+        "CREATE INDEX tasks_by_principal ON tasks (principal, catalog)",
+    ),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
@@ -157,9 +162,15 @@ class SqliteUsageStore(SqlUsageLog):
         # log until checkpointed.
         return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
 
-    def forget(self, *, before: float | None = None, catalog: str | None = None) -> int:
-        deleted = super().forget(before=before, catalog=catalog)
-        if before is None and catalog is None:  # give the space back: "forget everything"
+    def forget(
+        self,
+        *,
+        before: float | None = None,
+        catalog: str | None = None,
+        principal: str | None = None,
+    ) -> int:
+        deleted = super().forget(before=before, catalog=catalog, principal=principal)
+        if before is None and catalog is None and principal is None:  # "forget everything"
             handle = self._open_handle()
             with handle.lock:
                 try:

@@ -8,6 +8,9 @@ on the event loop (:class:`~cartograph.learning.catalog.CatalogLearning`
 offloads them to a worker thread), so an implementation may block.
 
 Every method that reads evidence takes a catalog: nothing crosses catalogs.
+Every task names the principal that logged it (the token's principal name;
+:data:`LOCAL_PRINCIPAL` for the local one), so evidence can be weighed by who
+produced it (:mod:`cartograph.learning.learner`) and forgotten per principal.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ ToolKey = tuple[str, str]
 
 OK: Final = "ok"
 """The outcome of a call that succeeded; only these count as evidence."""
+LOCAL_PRINCIPAL: Final = "stdio"
+"""The principal of a caller without a token (stdio, or HTTP with auth off); old rows'."""
+
+
+def principal_name(principal: str | None) -> str:
+    """The principal evidence is attributed to: the token's name, else the local one."""
+    return principal if principal else LOCAL_PRINCIPAL
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,7 @@ class TaskRecord:
     vector: Vectors
     surfaced: tuple[SurfacedTool, ...]
     created: float
+    principal: str = LOCAL_PRINCIPAL
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,7 @@ class Evidence:
     task: str
     vector: Vectors
     tools: tuple[ToolKey, ...]
+    principal: str = LOCAL_PRINCIPAL
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,8 @@ class UsageStatus:
     calls: int
     outcomes: dict[str, int]
     catalogs: dict[str, int]
+    principals: dict[str, dict[str, int]]
+    """Per principal: ``tasks`` logged and ``calls`` attributed to them."""
     oldest: float | None
     newest: float | None
     size_bytes: int
@@ -134,14 +148,24 @@ class UsageStore(Protocol):
         """Apply ``retention`` (counted per catalog); returns how many tasks were deleted."""
         ...
 
-    def forget(self, *, before: float | None = None, catalog: str | None = None) -> int:
-        """Delete tasks (and their calls) created before ``before`` (all when None)."""
+    def forget(
+        self,
+        *,
+        before: float | None = None,
+        catalog: str | None = None,
+        principal: str | None = None,
+    ) -> int:
+        """Delete tasks (and their calls) created before ``before`` (all when None),
+        only ``catalog``'s and only ``principal``'s when given."""
         ...
 
     def status(self) -> UsageStatus: ...
 
-    def export(self, *, catalog: str | None = None) -> Iterator[dict[str, Any]]:
-        """Every task as a JSON-ready dict with its surfaced tools and calls (no vectors)."""
+    def export(
+        self, *, catalog: str | None = None, principal: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every task (of ``catalog``, of ``principal``) as a JSON-ready dict with its
+        surfaced tools and calls (no vectors)."""
         ...
 
     def close(self) -> None: ...
@@ -172,9 +196,10 @@ EXPORT_PAGE: Final = 500
 class ExportQueries:
     """One SQL dialect's three export queries (tasks page, surfaced tools, calls).
 
-    ``tasks`` takes (catalog, catalog, last id, page size); the other two take
-    the page's first and last task id. Only the dialect differs between
-    implementations; paging and record shape are :func:`export_tasks`'.
+    ``tasks`` takes (catalog, catalog, principal, principal, last id, page
+    size); the other two take the page's first and last task id. Only the
+    dialect differs between implementations; paging and record shape are
+    :func:`export_tasks`'.
     """
 
     tasks: str
@@ -183,21 +208,22 @@ class ExportQueries:
 
 
 def export_tasks(
-    fetch: Fetch, queries: ExportQueries, catalog: str | None
+    fetch: Fetch, queries: ExportQueries, catalog: str | None, principal: str | None = None
 ) -> Iterator[dict[str, Any]]:
     """Every task as a JSON-ready dict, read in pages so a large log is never held at once."""
     last = 0
     while True:
-        page = fetch(queries.tasks, (catalog, catalog, last, EXPORT_PAGE))
+        page = fetch(queries.tasks, (catalog, catalog, principal, principal, last, EXPORT_PAGE))
         if not page:
             return
         span = (page[0][0], page[-1][0])
         surfaced = _by_task(fetch(queries.surfaced, span))
         calls = _by_task(fetch(queries.calls, span))
-        for task_id, cat, session, created, task, model in page:
+        for task_id, cat, principal, session, created, task, model in page:
             yield {
                 "id": task_id,
                 "catalog": cat,
+                "principal": principal,
                 "session": session,
                 "time": iso_time(created),
                 "task": task,
@@ -212,13 +238,14 @@ def export_tasks(
 
 
 def evidence_from_rows(rows: Sequence[Sequence[Any]]) -> list[Evidence]:
-    """Group (task id, task, vector blob, server, tool) rows, ordered by task, into evidence."""
+    """Group (task id, task, vector blob, principal, server, tool) rows, ordered by task."""
     out: list[Evidence] = []
     tools: dict[ToolKey, None] = {}
-    for i, (task_id, task, blob, server, tool) in enumerate(rows):
+    for i, (task_id, task, blob, principal, server, tool) in enumerate(rows):
         tools[(server, tool)] = None
         if i + 1 == len(rows) or rows[i + 1][0] != task_id:
-            out.append(Evidence(int(task_id), task, as_vector(bytes(blob)), tuple(tools)))
+            vector = as_vector(bytes(blob))
+            out.append(Evidence(int(task_id), task, vector, tuple(tools), principal))
             tools = {}
     return out
 

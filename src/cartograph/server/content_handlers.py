@@ -28,10 +28,12 @@ from mcp.types import (
 )
 
 from cartograph import error_codes as codes
+from cartograph.calls.secrets import refuse_secrets
 from cartograph.config.model import CatalogPolicy
 from cartograph.echo import echoed
 from cartograph.errors import CartographError, PolicyError, UnknownToolError
 from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now, write_record
+from cartograph.gateway.secret_scan import SecretScan, redacted_shape
 from cartograph.server.call_context import Authorize, current_client
 from cartograph.server.content_names import (
     MAX_URI_CHARS,
@@ -160,9 +162,11 @@ class ContentHandlers:
 
         async def read() -> ReadResourceResult:
             server, upstream = self._resource_target(uri, record)
+            self._refuse_secrets(record, upstream, "this resource read", server)
             result = await self.runtime.read_resource(
                 server, upstream, principal=principal, client=client
             )
+            result, record.secrets["result"] = self._scan.read_result(result, redact=self._redact)
             contents = [
                 c.model_copy(update={"uri": resource_uri(self.catalog, server, c.uri)})
                 for c in result.contents
@@ -204,9 +208,12 @@ class ContentHandlers:
 
         async def get() -> GetPromptResult:
             server, prompt = self._prompt_target(name, record)
-            return await self.runtime.get_prompt(
+            self._refuse_secrets(record, [prompt, arguments], f"prompt {server}/…", server)
+            result = await self.runtime.get_prompt(
                 server, prompt, arguments, principal=principal, client=client
             )
+            result, record.secrets["result"] = self._scan.prompt_result(result, redact=self._redact)
+            return result
 
         return await self._content_request(record, principal, get)
 
@@ -263,6 +270,23 @@ class ContentHandlers:
             )
         server, prompt = record.server, record.tool = parts
         return server, self._judged("prompts", server, prompt, record)
+
+    @property
+    def _scan(self) -> SecretScan:
+        return SecretScan.of(self.runtime.redactor)
+
+    @property
+    def _redact(self) -> bool:
+        return self.policy.secrets.results == "redact"
+
+    def _refuse_secrets(self, record: PendingRecord, data: object, what: str, server: str) -> None:
+        """P-SEC-1 for resources/read and prompts/get: what the upstream would be sent.
+
+        The record's URI or name, and the refusal, then never spell the secret out."""
+        record.secrets["arguments"] = kinds = self._scan.kinds(data)
+        if kinds and record.tool is not None:
+            record.tool, _ = self._scan.redact(record.tool)
+        refuse_secrets(self.catalog, self.policy, kinds, what, server)
 
     def _judged(self, kind: str, server: str, name: str, record: PendingRecord) -> str:
         """The one spelling of ``name`` that policy judged, the record names and the
@@ -321,8 +345,9 @@ class ContentHandlers:
             tool=record.tool,
             duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
             outcome=outcome,
-            arguments=argument_shape(record.arguments),
+            arguments=redacted_shape(argument_shape(record.arguments), record.secrets),
             repairs=record.repairs,
+            secrets={k: v for k, v in record.secrets.items() if v} or None,
             trace=record.trace,
         )
 

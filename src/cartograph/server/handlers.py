@@ -49,6 +49,7 @@ from cartograph.gateway.audit import (
 )
 from cartograph.gateway.pool import partition_key
 from cartograph.gateway.results import error_code
+from cartograph.learning.store import principal_name
 from cartograph.server import metrics
 from cartograph.server.call_context import CALL_CONTEXT, Authorize, CallContext
 from cartograph.server.code_tool import CodeTool
@@ -246,7 +247,7 @@ class ProxyHandlers(ContentHandlers):
         self._observe(call, result)
         if result.is_error and error_code(result) == AuditUnavailable.code:
             return result
-        await self._learn(call, result, partition_key(request.principal, request.client) or "local")
+        await self._learn(call, result, request)
         return result
 
     async def _discover(self, call: Call) -> CallToolResult:
@@ -273,7 +274,7 @@ class ProxyHandlers(ContentHandlers):
         check_task_length(task, settings.max_task_chars)
 
         def rank() -> CallToolResult:
-            found = self.runtime.discover(task, k)
+            found = self.runtime.discover(task, k, principal=call.request.principal)
             call.found = found
             result = CallToolResult(
                 content=[TextContent(text=discover_text(found))],
@@ -337,15 +338,20 @@ class ProxyHandlers(ContentHandlers):
             known=self._known_name,
         )
 
-    async def _learn(self, call: Call, result: CallToolResult, session: str) -> None:
-        """Tell learning what the session asked for and which calls then served it."""
+    async def _learn(self, call: Call, result: CallToolResult, request: CallRequest) -> None:
+        """Tell learning what the session asked for and which calls then served it.
+
+        The evidence is the request's principal's (the local one without a token).
+        """
         learning = self.runtime.learning
         if learning is None:
             return
+        session = partition_key(request.principal, request.client) or "local"
         try:
             if call.proxy_tool == DISCOVER and call.found is not None:
                 shown = [(t.server, t.tool) for t in call.found.tools]
-                await learning.record_discover(session, call.found.task, shown)
+                principal = principal_name(request.principal)
+                await learning.record_discover(session, call.found.task, shown, principal)
             elif call.proxy_tool == CALL and call.server and call.tool:
                 await learning.record_call(session, call.server, call.tool, outcome_of(result))
         except CartographError as exc:  # the usage log failed: the answer still goes out

@@ -21,3 +21,5 @@ class PendingRecord:
         self.server: str | None = None
         self.tool: str | None = None
         self.repairs: tuple[str, ...] = ()
+        self.secrets: dict[str, tuple[str, ...]] = {}
+        """The classes of secret the scan saw, by direction; never a value."""

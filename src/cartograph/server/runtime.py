@@ -427,10 +427,21 @@ class CatalogRuntime(ContentPassthrough):
     # -- discover and status ------------------------------------------------------
 
     def discover(
-        self, task: str, k: int | None = None, *, method: str | None = None
+        self,
+        task: str,
+        k: int | None = None,
+        *,
+        method: str | None = None,
+        principal: str | None = None,
     ) -> DiscoverResult:
-        """The retrieval result (pydantic; rendered by :mod:`cartograph.server.discover_reply`)."""
+        """The retrieval result (pydantic; rendered by :mod:`cartograph.server.discover_reply`).
+
+        Learning re-ranks it with what ``principal`` (None: the local one) may use.
+        """
         from cartograph.index.discover import ABSTAIN_SHOWN, discover
+        from cartograph.learning.store import principal_name
+
+        learning = self.learning
 
         index = self.index.current
         if index is None:
@@ -445,7 +456,9 @@ class CatalogRuntime(ContentPassthrough):
             task,
             k=want + len(stale),
             method=method,
-            reranker=self.learning,
+            reranker=None
+            if learning is None
+            else learning.for_principal(principal_name(principal)),
         )
         if not stale:
             return result

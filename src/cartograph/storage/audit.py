@@ -69,6 +69,8 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX audit_records_by_time ON audit_records (time)",
         "CREATE INDEX audit_records_by_trace ON audit_records (trace) WHERE trace IS NOT NULL",
     ),
+    # 2: the classes of secret the scan saw, by direction (P-SEC-1); never a value.
+    ("ALTER TABLE audit_records ADD COLUMN secrets JSONB",),
 )
 _COLUMNS: Final = (
     "id",
@@ -86,11 +88,13 @@ _COLUMNS: Final = (
     "http_status",
     "path",
     "trace",
+    "secrets",
 )
 _INSERT: Final = (
     "INSERT INTO audit_records (id, time, replica, catalog, principal, proxy_tool, server, "
-    "tool, duration_ms, outcome, arguments, repairs, http_status, path, trace) VALUES "
-    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING"
+    "tool, duration_ms, outcome, arguments, repairs, http_status, path, trace, secrets) VALUES "
+    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (id) DO NOTHING"
 )
 
 
@@ -253,7 +257,7 @@ def _values(row: dict[str, Any]) -> tuple[Any, ...]:
     out = []
     for column in _COLUMNS:
         value = row.get(column)
-        if column == "arguments":
+        if column == "arguments" or (column == "secrets" and value is not None):
             value = json.dumps(value, ensure_ascii=False)
         elif column == "repairs":
             value = json.dumps(list(value or ()), ensure_ascii=False)

@@ -57,6 +57,11 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX usage_calls_by_task ON usage_calls (task_id)",
         "CREATE INDEX usage_calls_by_tool ON usage_calls (server, tool, outcome)",
     ),
+    # 2: the principal that logged each task (as the SQLite log's 2).
+    (
+        "ALTER TABLE usage_tasks ADD COLUMN principal TEXT NOT NULL DEFAULT 'stdio'",
+        "CREATE INDEX usage_tasks_by_principal ON usage_tasks (principal, catalog)",
+    ),
 )
 
 
