@@ -120,7 +120,9 @@ def _confusable_classes() -> dict[str, str]:
     classes are the connected groups of single-character pairs, each named by
     its smallest code point, so the mapping is deterministic.
     """
-    data_file = resources.files("confusable_homoglyphs") / "confusables.json"
+    import confusable_homoglyphs  # the data only: its lookup functions are not used
+
+    data_file = resources.files(confusable_homoglyphs) / "confusables.json"
     table: dict[str, list[dict[str, str]]] = json.loads(data_file.read_text(encoding="utf-8"))
     parent: dict[str, str] = {}
 
