@@ -60,11 +60,11 @@ def database(storage: StorageConfig) -> Iterator[Database]:
 
 
 def test_a_fresh_database_is_migrated_once_and_reopening_is_a_no_op(database: Database) -> None:
-    assert database.migrate("usage", USAGE_MIGRATIONS) == 1
-    assert database.version("usage") == 1
+    assert database.migrate("usage", USAGE_MIGRATIONS) == 2
+    assert database.version("usage") == 2
     other = Database(database.config)  # another replica starting against the same database
     try:
-        assert other.migrate("usage", USAGE_MIGRATIONS) == 1
+        assert other.migrate("usage", USAGE_MIGRATIONS) == 2
         with other.connection() as conn:
             tables = conn.execute(
                 "SELECT count(*) FROM information_schema.tables "
@@ -294,3 +294,23 @@ def test_concurrent_writes_store_each_record_exactly_once(
     assert traces == sorted(str(record(n).trace) for mine in numbers for n in mine)
     assert not sink.degraded and sink.spool.count == 0
     sink.close()
+
+
+def test_a_version_1_usage_log_is_migrated_and_its_rows_belong_to_the_local_principal(
+    database: Database,
+) -> None:
+    database.migrate("usage", USAGE_MIGRATIONS[:1])
+    with database.connection() as conn:
+        conn.execute(
+            "INSERT INTO usage_tasks (catalog, session, created, task, model, vector) "
+            "VALUES ('default', 's', 1.0, 'old task', 'm', %s)",
+            (b"\x00" * 16,),
+        )
+    upgraded = Database(database.config)  # the next Cartograph starting against it
+    try:
+        assert upgraded.migrate("usage", USAGE_MIGRATIONS) == 2
+        with upgraded.connection() as conn:
+            rows = conn.execute("SELECT principal FROM usage_tasks").fetchall()
+        assert rows == [("stdio",)]
+    finally:
+        upgraded.close()

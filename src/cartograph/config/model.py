@@ -282,7 +282,10 @@ class LearningConfig(_Section):
     it only ever re-orders verified, servable tools, keeps the zero-shot ranker's
     best ``zero_shot_slots`` in every result, counts only successful calls, drops a
     tool's evidence when its card changes and never reads across catalogs;
-    ``enabled = false`` neither logs nor re-ranks.
+    ``enabled = false`` neither logs nor re-ranks. Evidence belongs to the principal
+    that logged it: another principal's ranking moves only where ``min_principals``
+    distinct principals agree, each principal logs at most ``max_evidence_per_minute``
+    rows, and a zero-shot first tool leading by ``first_place_margin`` stays first.
     """
 
     enabled: bool = False
@@ -300,6 +303,12 @@ class LearningConfig(_Section):
     vote_weight: float = Field(default=1.0, ge=0.0)
     text_weight: float = Field(default=0.6, ge=0.0)
     zero_shot_slots: int = Field(default=2, ge=2)
+    # Distinct principals that must agree before evidence moves another's ranking (1: any).
+    min_principals: int = Field(default=2, ge=1)
+    # Rows past it (discovers and calls, per principal, per catalog, per process) are not logged.
+    max_evidence_per_minute: int = Field(default=30, ge=1)
+    # (best - second) / best at or above it: nothing learned takes first place from the best.
+    first_place_margin: float = Field(default=0.1, ge=0.0, le=1.0)
 
 
 class GatewayConfig(_Section):
