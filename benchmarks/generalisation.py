@@ -5,8 +5,8 @@
 Runs ``discover`` as it ships (template cards, the default ranker, the shipped
 abstention rule) over every set the project can see and prints, per set and
 metric, the working tree's figure, the baseline's (``--src``: the ``src/`` of
-another checkout, e.g. ``git worktree add /tmp/base 31dec07`` then
-``--src /tmp/base/src``) and their paired difference with a 95 % bootstrap
+another checkout, e.g. ``git worktree add ../cartograph-base 31dec07`` then
+``--src ../cartograph-base/src``) and their paired difference with a 95 % bootstrap
 interval over the set's queries. **A default changes only when no set gets
 worse beyond its interval** (docs/retrieval.md, "The generalisation protocol").
 
