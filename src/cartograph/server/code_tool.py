@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from mcp.types import CallToolResult, TextContent
 
@@ -28,7 +28,7 @@ from cartograph.calls.request import CallRequest
 from cartograph.cards.model import Card
 from cartograph.codemode import Federation, RunId, Sandbox, SandboxTool, check_request, run_program
 from cartograph.codemode.bridge import write_allowed
-from cartograph.config.model import CodeModeConfig
+from cartograph.config.model import CatalogPolicy, CodeModeConfig
 from cartograph.index.serving import policy_allows
 from cartograph.server.tools import CALL, DISCOVER, RUN
 from cartograph.stubs.naming import Namespace, module_name
@@ -36,7 +36,26 @@ from cartograph.stubs.shapes import ToolShape, tool_shapes
 
 if TYPE_CHECKING:
     from cartograph.index.discover import DiscoverResult
-    from cartograph.server.handlers import ProxyHandlers
+    from cartograph.server.runtime import CatalogRuntime
+
+
+class CodeMount(Protocol):
+    """What ``run`` needs of the mount it serves (:class:`ProxyHandlers` is one).
+
+    A protocol, not the handlers' class: the handlers hold a :class:`CodeTool`,
+    so naming them here would make the two modules import each other.
+    """
+
+    runtime: CatalogRuntime
+    catalog: str
+    policy: CatalogPolicy
+    tool_prefix: str | None
+
+    @property
+    def exposed(self) -> tuple[str, ...]: ...
+
+    async def run_call(self, request: CallRequest) -> CallToolResult: ...
+
 
 SANDBOX_GLOBALS: Final = frozenset({"inputs", "call", "discover", "asyncio"})
 """Names a server's namespace may not take: the program's own globals, and every builtin."""
@@ -46,7 +65,7 @@ READ_ONLY_HINT: Final = "readOnlyHint"
 class CodeTool:
     """``run`` for one catalog (see the module docstring)."""
 
-    def __init__(self, handlers: ProxyHandlers, settings: CodeModeConfig) -> None:
+    def __init__(self, handlers: CodeMount, settings: CodeModeConfig) -> None:
         self.handlers = handlers
         self.settings = settings
         self.sandbox = sandbox_for(handlers.runtime, settings.workers)
