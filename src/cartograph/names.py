@@ -152,7 +152,8 @@ def skeleton(name: str) -> str:
     """
     classes = _confusable_classes()
     text = unicodedata.normalize("NFKC", name)
-    text = "".join(c for c in text if c not in set(invisible_characters(text)))
+    hidden = set(invisible_characters(text))
+    text = "".join(c for c in text if c not in hidden)
     text = "".join(classes.get(c, c) for c in text).casefold()
     return SEPARATORS.sub("", "".join(classes.get(c, c) for c in text))
 
