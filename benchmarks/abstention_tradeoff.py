@@ -4,10 +4,15 @@
     python benchmarks/abstention_tradeoff.py [--max-false 0.02] [--json]
 
 Fits both rules of ``cartograph.eval.calibrate`` — the raw cosine threshold and the
-open-world margin (``index/open_world.py``) — on the BFCL training half alone:
-its answerable questions over its own federation (false abstention at most
-``--max-false``) against its irrelevance questions and its questions with the gold
-servers removed (true abstention). Then it applies each fitted parameter, and the
+open-world margin (``index/open_world.py``) — on training data only (false
+abstention at most ``--max-false`` on *each* answerable training set):
+
+- the BFCL training half: its answerable questions over its own federation,
+  against its irrelevance questions and its questions with the gold servers removed;
+- MetaTool (``--fit-on bfcl,metatool``): 1,000 queries of its tools, everyday
+  phrasings as users ask, against the queries of a fifth of its tools taken out of
+  the catalog (``train_sets.metatool_ooc``; not the fifth the protocol holds out).
+ Then it applies each fitted parameter, and the
 shipped cosine threshold, to the evaluation sets (demo single-step, LiveMCPBench,
 the BFCL evaluation half: false abstention; the demo's out-of-catalog tasks: true
 abstention) and prints the trade-off. Nothing here is fitted on an evaluation set.
@@ -18,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +41,22 @@ from cartograph.eval.calibrate import (
 from cartograph.eval.data import load_queries
 from cartograph.index.discover import DEFAULT_ABSTAIN_THRESHOLD
 from cartograph.index.embedders import get_embedder
+from cartograph.index.embedders.base import Embedder
 from cartograph.index.tool_index import ToolIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = Path(os.environ.get("CARTOGRAPH_BENCH_DIR", ROOT.parent / "shared" / "bench"))
 DEMO = ROOT / "benchmarks" / "data" / "demo"
 TRAIN = ROOT / "benchmarks" / "results" / "train" / "bfcl"
+SHARED_TRAIN = Path(os.environ.get("CARTOGRAPH_TRAIN_DIR", ROOT.parent / "shared" / "train"))
+METATOOL = SHARED_TRAIN / "metatool"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--max-false", type=float, default=0.02)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--fit-on", default="bfcl,metatool", help="bfcl, metatool or both")
     args = parser.parse_args()
     if not (TRAIN / "irrelevance.jsonl").is_file():
         raise SystemExit("abstention_tradeoff: run benchmarks/train_sets.py first")
@@ -54,15 +65,19 @@ def main() -> None:
     def index(catalog: Path) -> ToolIndex:
         return ToolIndex.build(attest_with_unsafe_throwaway_key(load_catalog(catalog)), model)
 
-    train = index(TRAIN / "catalog.json")
-    fit_on = (
-        [CalibrationSet("bfcl-train", train, load_queries(TRAIN / "queries.jsonl"))],
-        [
+    fit_on: tuple[list[CalibrationSet], list[CalibrationSet]] = ([], [])
+    if "bfcl" in args.fit_on:
+        train = index(TRAIN / "catalog.json")
+        fit_on[0].append(CalibrationSet("bfcl-train", train, load_queries(TRAIN / "queries.jsonl")))
+        fit_on[1].append(
             CalibrationSet(
                 "bfcl-train irrelevance", train, load_queries(TRAIN / "irrelevance.jsonl")
             )
-        ],
-    )
+        )
+    if "metatool" in args.fit_on:
+        servable, ooc = metatool_sets(model)
+        fit_on[0].append(servable)
+        fit_on[1].append(ooc)
     demo = index(DEMO / "catalog.json")
     measure_on = (
         [
@@ -87,7 +102,7 @@ def main() -> None:
         rows.append(
             {
                 "rule": name,
-                "fitted on": "bfcl-train",
+                "fitted on": args.fit_on,
                 "param": round(fitted.param, 4),
                 "train": fitted.rates,
                 "eval": _rates(measured, fitted.param),
@@ -109,6 +124,32 @@ def main() -> None:
     for row in rows:
         evals = ", ".join(f"{k} {v:.1%}" for k, v in row["eval"].items())
         print(f"{row['rule']:<10} {row['fitted on']:<10} {row['param']:>8}  {evals}")
+
+
+def metatool_sets(model: Embedder) -> tuple[CalibrationSet, CalibrationSet]:
+    """MetaTool as abstention training data: kept tools' queries, and a removed fifth's."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from train_sets import metatool_held_out, metatool_ooc
+
+    catalog = load_catalog(METATOOL / "catalog.json")
+    kept = catalog.model_copy(
+        update={
+            "servers": [
+                s.model_copy(update={"tools": [t for t in s.tools if not metatool_ooc(t.name)]})
+                for s in catalog.servers
+            ]
+        }
+    )
+    index = ToolIndex.build(attest_with_unsafe_throwaway_key(kept), model)
+    rng = random.Random(0)
+    queries = load_queries(METATOOL / "queries.jsonl")
+    fitted = [q for q in queries if not metatool_held_out(q.gold[0].tool)]
+    answerable = [q for q in fitted if not metatool_ooc(q.gold[0].tool)]
+    removed = [q.model_copy(update={"gold": []}) for q in fitted if metatool_ooc(q.gold[0].tool)]
+    return (
+        CalibrationSet("metatool-train", index, rng.sample(answerable, 1000)),
+        CalibrationSet("metatool-train removed tools", index, rng.sample(removed, 500)),
+    )
 
 
 def _rates(rule: RuleSets, param: float) -> dict[str, float]:

