@@ -178,7 +178,9 @@ async def compare(client: Client, folder: Path) -> Comparison:
     """
     names, _ = await agent.list_proxy_tools(client)
     if RUN not in names:
-        return Comparison(skipped="code mode is off in this config ([code_mode] enabled = true)")
+        return Comparison(
+            skipped="code mode is off in this config: [code_mode] enabled = true turns it on"
+        )
     asked = {"task": TASK, "k": DISCOVER_K}
     found = await agent.discover(client, TASK, DISCOVER_K)
     steps, program = Way(), Way()
