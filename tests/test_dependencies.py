@@ -68,7 +68,8 @@ def declared() -> set[str]:
     extras = project.get("optional-dependencies", {})
     specs = [*project["dependencies"], *(s for k, v in extras.items() if k != "dev" for s in v)]
     names = {_normal(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0]) for spec in specs}
-    return names - set(BINARY_ONLY)
+    # An extra may name another of ours (demo = cartograph[code]): that is not a distribution.
+    return names - set(BINARY_ONLY) - {_normal(project["name"])}
 
 
 BINARY_ONLY: Final = {

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 from anyio.from_thread import start_blocking_portal
@@ -65,3 +66,10 @@ def attested_state(tmp_path_factory: pytest.TempPathFactory, demo_env: dict[str,
     cartograph("keys", "init", *common, env=demo_env)
     cartograph("bootstrap", *common, env=demo_env)
     return state
+
+
+@pytest.fixture
+def serve_log(tmp_path: Path) -> Iterator[TextIO]:
+    """The proxy's stderr, kept out of the test output (read it when a test fails)."""
+    with (tmp_path / "serve.log").open("w") as log:
+        yield log

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -38,13 +37,6 @@ async def discovered_call(
     return agent.result_text(result)
 
 
-@pytest.fixture
-def serve_log(tmp_path: Path) -> Iterator[TextIO]:
-    """The proxy's stderr, kept out of the test output (read it when a test fails)."""
-    with (tmp_path / "serve.log").open("w") as log:
-        yield log
-
-
 async def test_an_sdk_client_discovers_and_calls_tools_on_four_real_servers(
     attested_state: Path, http_port: int, serve_log: TextIO, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -53,7 +45,7 @@ async def test_an_sdk_client_discovers_and_calls_tools_on_four_real_servers(
     with anyio.fail_after(240):
         async with agent.proxy_client(CONFIG, state_dir=attested_state, errlog=serve_log) as client:
             names, _ = await agent.list_proxy_tools(client)
-            assert names == ["discover", "status", "call"]
+            assert names == ["discover", "status", "call", "run"]  # code mode is on in the demo
 
             now = await discovered_call(
                 client, "what time is it in Tokyo", "time", "get_current_time",

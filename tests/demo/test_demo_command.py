@@ -59,7 +59,7 @@ def test_the_demo_connects_attests_verifies_and_serves_an_agent(first_run: dict[
     assert verify["failed"] == {} and verify["missing"] == []
     assert verify["signers"] == [first_run["key"]["key_id"]]
     agent = first_run["agent"]
-    assert agent["proxy_tools"] == ["discover", "status", "call"]
+    assert agent["proxy_tools"] == ["discover", "status", "call", "run"]
     time_task = next(d for d in agent["discover"] if "time" in d["task"])
     assert {"server": "time", "tool": "get_current_time"} in [
         {"server": t["server"], "tool": t["tool"]} for t in time_task["tools"]
@@ -68,6 +68,10 @@ def test_the_demo_connects_attests_verifies_and_serves_an_agent(first_run: dict[
     assert (call["server"], call["tool"], call["is_error"]) == ("time", "get_current_time", False)
     assert "Asia/Tokyo" in call["text"] and ISO_TIME.search(call["text"]), call["text"]
     assert agent["status"]["totals"]["tools_servable"] == first_run["connect"]["tools"]
+    code = first_run["code_mode"]
+    assert code["same_answer"] is True and code["run"]["answer"]["top_item"] == "espresso"
+    assert (code["steps"]["round_trips"], code["run"]["round_trips"]) == (4, 2)
+    assert "code" in first_run["timings"]
 
 
 def test_a_rerun_reuses_the_key_cards_and_embeddings_unchanged(

@@ -37,11 +37,12 @@ def inspect(state: Path, port: int, *args: str) -> dict[str, Any]:
     return parsed
 
 
-def test_inspector_lists_the_three_proxy_tools_over_the_demo_federation(
+def test_inspector_lists_the_proxy_tools_and_run_over_the_demo_federation(
     attested_state: Path, http_port: int
 ) -> None:
     listed = inspect(attested_state, http_port, "--method", "tools/list")
-    assert [t["name"] for t in listed["tools"]] == ["discover", "status", "call"]
+    # The demo config turns code mode on: `run` follows the three tools.
+    assert [t["name"] for t in listed["tools"]] == ["discover", "status", "call", "run"]
 
 
 def test_inspector_discovers_the_time_tool_over_the_demo_federation(

@@ -16,6 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cartograph.cards.bootstrap import BootstrapResult
 from cartograph.cards.operator import OperatorKey
 from cartograph.demo.agent import Discovery
+from cartograph.demo.code_task import describe
+from cartograph.demo.tokens import INSTALL_HINT
 
 stdout: Final = Console(soft_wrap=True)
 stderr: Final = Console(stderr=True, soft_wrap=True)
@@ -125,6 +127,54 @@ def status(totals: dict[str, Any]) -> None:
     )
 
 
+def code_mode(result: dict[str, Any]) -> None:
+    """Both ways of the code-mode task: round trips, what the agent read, the answer."""
+    _heading("code mode: one `run` program instead of a call per step")
+    if "skipped" in result:
+        _say(f"[yellow]skipped: {escape(result['skipped'])}[/]")
+        return
+    if "error" in result:
+        _say(f"[red]✗ {result['error']['code']}[/]: {escape(result['error']['message'])}")
+        return
+    steps, run, calls = result["steps"], result["run"], result["inner_calls"]
+    _say(f"task: the best seller in {result['folder']}/, after discover {result['task']!r}")
+    _say(
+        f"step by step (discover + {steps['round_trips'] - 1} calls): "
+        f"{steps['round_trips']} round trips, the agent reads {_read(steps)}"
+    )
+    _say(
+        f"one run (discover + run, {len(calls)} inner calls in {result['run_ms']:.0f} ms): "
+        f"{run['round_trips']} round trips, the agent reads {_read(run)}"
+    )
+    for line in calls:
+        _say(f"  [dim]{escape(line)}[/]")
+    mark = "[green]the same both ways[/]" if result["same_answer"] else "[red]not the same[/]"
+    _say(f"answer: {escape(describe(run['answer']))} — {mark}")
+
+
+def _read(way: dict[str, Any]) -> str:
+    if way["read_tokens"] is None:
+        return f"{way['read_bytes']:,} bytes ({INSTALL_HINT})"
+    return f"{way['read_tokens']:,} tokens ({way['read_bytes']:,} bytes)"
+
+
+def _code_mode_line(result: dict[str, Any]) -> str | None:
+    """The summary's code-mode line (None when the step failed: its check says so)."""
+    if "skipped" in result:
+        return f"code mode: skipped ({escape(result['skipped'])})"
+    if "steps" not in result:
+        return None
+    steps, run = result["steps"], result["run"]
+    unit = "tokens" if result["tokens"] else "bytes"
+    key = "read_tokens" if result["tokens"] else "read_bytes"
+    same = "same answer" if result["same_answer"] else "[red]different answers[/]"
+    return (
+        f"code mode: one run instead of discover + {steps['round_trips'] - 1} calls: "
+        f"{steps['round_trips']} → {run['round_trips']} round trips, the agent reads "
+        f"{steps[key]:,} → {run[key]:,} {unit}, {same}"
+    )
+
+
 def summary(results: dict[str, Any]) -> None:
     _heading("summary")
     connect = results.get("connect", {})
@@ -139,6 +189,9 @@ def summary(results: dict[str, Any]) -> None:
             f"federation's {connect.get('tools', 0)} tools ({raw:,} bytes of tools/list): "
             f"{raw / seen:.0f}× smaller"
         )
+    code = _code_mode_line(results.get("code_mode", {}))
+    if code:
+        _say(code)
     steps = ", ".join(f"{k} {v:.1f}s" for k, v in results["timings"].items() if k != "total")
     _say(f"wall time {results['timings']['total']:.1f}s ({steps})")
     failed = [c for c in results["checks"] if not c["ok"]]

@@ -1,7 +1,8 @@
 """The main job on the demo federation, one small step at a time.
 
 connect → operator key → bootstrap signed cards → verify them → an agent
-drives ``cartograph serve``. Each step reads and extends one
+drives ``cartograph serve`` → the same agent does one multi-step task step by
+step and then as one code-mode ``run``. Each step reads and extends one
 :class:`DemoContext`, records a JSON-able result, and prints as it goes
 (unless ``--json``). A step that cannot show what it should records a failed
 check instead of stopping the demo, so the summary says what went wrong.
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from mcp import Client
+
 from cartograph.cards.bootstrap import BootstrapResult, attest_catalog
 from cartograph.cards.generators.template import TemplateGenerator
 from cartograph.cards.operator import OperatorKey, ensure_operator_key
@@ -24,9 +27,11 @@ from cartograph.cards.paths import trust_path
 from cartograph.cards.store import CardStore
 from cartograph.cards.trust import load_trust
 from cartograph.catalog.model import Catalog
+from cartograph.config.catalog_rules import DEFAULT_CATALOG_NAME
 from cartograph.config.loader import load_config
 from cartograph.config.model import Config
-from cartograph.demo import agent, render
+from cartograph.demo import agent, code_task, render, tokens
+from cartograph.errors import DemoError
 from cartograph.upstream.federation import FederationResult, connect_federation
 
 SERVE_LOG: Final = "demo-serve.log"
@@ -113,6 +118,8 @@ class DemoContext:
     federation: FederationResult | None = None
     catalog: Catalog | None = None
     operator: OperatorKey | None = None
+    client: Client | None = None
+    """The agent's SDK client on ``cartograph serve``, open from the agent step to the end."""
     results: dict[str, Any] = field(default_factory=dict)
     checks: list[dict[str, Any]] = field(default_factory=list)
     exits: AsyncExitStack = field(default_factory=AsyncExitStack)
@@ -220,22 +227,33 @@ async def step_verify(ctx: DemoContext) -> None:
 
 
 async def step_agent(ctx: DemoContext) -> None:
-    """Be the agent: spawn `cartograph serve`, list, discover, call, status."""
+    """Be the agent: spawn `cartograph serve`, list, discover, call, status.
+
+    The client stays open for the steps after this one (``ctx.exits`` closes it).
+    """
     log = Path(ctx.config.state_dir) / SERVE_LOG
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as errlog:
-        async with agent.proxy_client(
-            ctx.config_path, state_dir=ctx.config.state_dir, errlog=errlog
-        ) as client:
-            names, list_bytes = await agent.list_proxy_tools(client)
-            ctx.results["agent"] = {"proxy_tools": names, "tools_list_bytes": list_bytes}
-            ctx.check("three proxy tools", names == ["discover", "status", "call"], str(names))
-            if ctx.show:
-                render.proxy_tools(names, list_bytes)
-            for item in AGENT_TASKS:
-                await _discover_and_call(ctx, client, item)
-            await _status(ctx, client)
+    errlog = ctx.exits.enter_context(log.open("w"))
+    client = await ctx.exits.enter_async_context(
+        agent.proxy_client(ctx.config_path, state_dir=ctx.config.state_dir, errlog=errlog)
+    )
+    ctx.client = client
+    names, list_bytes = await agent.list_proxy_tools(client)
+    ctx.results["agent"] = {"proxy_tools": names, "tools_list_bytes": list_bytes}
+    expected = expected_proxy_tools(ctx.config)
+    ctx.check(f"{len(expected)} proxy tools", names == expected, str(names))
+    if ctx.show:
+        render.proxy_tools(names, list_bytes)
+    for item in AGENT_TASKS:
+        await _discover_and_call(ctx, client, item)
+    await _status(ctx, client)
     ctx.results["agent"]["serve_log"] = str(log)
+
+
+def expected_proxy_tools(config: Config) -> list[str]:
+    """What the demo's catalog lists: the three tools, and ``run`` where code mode is on."""
+    code_mode = config.code_mode_for(DEFAULT_CATALOG_NAME).enabled
+    return ["discover", "status", "call", *([code_task.RUN] if code_mode else [])]
 
 
 async def _discover_and_call(ctx: DemoContext, client: Any, item: AgentTask) -> None:
@@ -277,6 +295,27 @@ async def _status(ctx: DemoContext, client: Any) -> None:
         render.status(totals)
 
 
+async def step_code(ctx: DemoContext) -> None:
+    """Code mode: one multi-step task with discover + call step by step, then as one run.
+
+    Skipped, saying why, where the proxy does not list ``run`` or lacks the sandbox
+    (``cartograph[code]``); otherwise one check: the run's answer is the step-by-step one.
+    """
+    assert ctx.client is not None
+    folder = (ctx.config_path.parent / code_task.FOLDER).resolve()
+    try:
+        compared = await code_task.compare(ctx.client, folder)
+    except DemoError as exc:
+        ctx.results["code_mode"] = {"error": exc.to_dict()}
+        ctx.check(code_task.CHECK, False, f"{exc.code}: {exc.message}")
+        return
+    ctx.results["code_mode"] = compared.to_dict(tokens.cl100k())
+    if compared.skipped is None:
+        ctx.check(code_task.CHECK, compared.same_answer, compared.detail())
+    if ctx.show:
+        render.code_mode(ctx.results["code_mode"])
+
+
 # The main job, in order.
 DEMO_STEPS: list[tuple[str, DemoStep]] = [
     ("connect", step_connect),
@@ -284,4 +323,5 @@ DEMO_STEPS: list[tuple[str, DemoStep]] = [
     ("bootstrap", step_bootstrap),
     ("verify", step_verify),
     ("agent", step_agent),
+    ("code", step_code),
 ]
