@@ -37,6 +37,19 @@ _STEP = re.compile(
     re.IGNORECASE,
 )
 
+# Negation: a cue, then the first content word after it within the same phrase
+# ("changes that aren't staged yet": "staged"). Such a word is not evidence for
+# a tool about it, so it is left out of the lexical tokens (the dense view reads
+# the sentence whole). One word, not a phrase: "I do not know the time in Tokyo"
+# must keep "time". "no" before a number or a full stop abbreviates "number".
+_NEGATION = re.compile(
+    r"\b(?:not|never|without|unless|except|excluding|nor)\b|\b\w+n[’']t\b"
+    r"|\bno\b(?![\s.]*\d|\.)",
+    re.IGNORECASE,
+)
+_WORD_AFTER = re.compile(r"\s+([\w\-]+)")
+_PHRASE_END = frozenset({"and", "but", "or", "then", "so"})
+
 LITERAL_WORDS: Final = {"url": "url web page link", "path": "file path", "domain": "domain website"}
 
 
@@ -68,11 +81,33 @@ def parse_query(task: str) -> ParsedQuery:
     """Normalise literals and split ``task`` into steps (always at least one)."""
     text = replace_literals(task.strip())
     spans = [p for s, e in _split(_SENTENCE, text, 0, len(text)) for p in _split(_STEP, text, s, e)]
-    clauses = _merge_short([Clause(text[s:e], tuple(tokenize(text[s:e])), s, e) for s, e in spans])
-    whole = Clause(text, tuple(tokenize(text)), 0, len(text))
+    clauses = _merge_short([Clause(text[s:e], query_tokens(text[s:e]), s, e) for s, e in spans])
+    whole = Clause(text, query_tokens(text), 0, len(text))
     if not clauses:
         clauses = [whole]
     return ParsedQuery(text=text, tokens=whole.tokens, clauses=tuple(clauses[:MAX_CLAUSES]))
+
+
+def query_tokens(text: str) -> tuple[str, ...]:
+    """The lexical tokens of a task's text: :func:`tokenize` without negated words."""
+    return tuple(tokenize(without_negated(text)))
+
+
+def without_negated(text: str) -> str:
+    """``text`` with each negation cue and the first content word in its scope blanked."""
+    cut: list[tuple[int, int]] = []
+    for cue in _NEGATION.finditer(text):
+        at = cue.end()
+        while (word := _WORD_AFTER.match(text, at)) is not None:
+            if word.group(1).lower() in _PHRASE_END:
+                break
+            at = word.end()
+            if tokenize(word.group(1)):  # the first content word: negated
+                cut.append((cue.start(), at))
+                break
+    for start, end in reversed(cut):
+        text = text[:start] + " " + text[end:]
+    return text
 
 
 def _split(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[tuple[int, int]]:
