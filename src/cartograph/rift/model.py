@@ -181,9 +181,10 @@ class Cluster(_Frozen):
 
 
 class NameConfusable(_Frozen):
-    """Tool names a person or a model could mistake for one another."""
+    """Tool names a person or a model could mistake for one another, or one that hides
+    characters (``invisible``: a single member; ``key`` shows them as code points)."""
 
-    kind: Literal["same-name", "normalised", "lookalike"]
+    kind: Literal["invisible", "same-name", "normalised", "lookalike"]
     scope: Scope
     key: str
     members: tuple[ToolRef, ...]

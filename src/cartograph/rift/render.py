@@ -213,7 +213,7 @@ def to_markdown(report: RiftReport) -> str:
     if report.names:
         lines += _md_table(NAME_COLUMNS, [name_row(n) for n in report.names])
     else:
-        lines.append("No tool names collide after normalisation.")
+        lines.append("No tool names collide or hide characters.")
     return "\n".join(lines) + "\n"
 
 
