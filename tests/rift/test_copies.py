@@ -104,12 +104,33 @@ def _copyable(catalog_body: dict[str, Any]) -> list[Copyable]:
     from cartograph.catalog.model import Catalog
 
     cards = attest_with_unsafe_throwaway_key(Catalog.model_validate(catalog_body))
-    return [Copyable(t.tool, t.text, t.published) for t in tools_from_cards(cards)]
+    return [_as_copyable(t) for t in tools_from_cards(cards)]
+
+
+def _as_copyable(tool: RiftTool) -> Copyable:
+    return Copyable(tool.tool, tool.text, tool.published, tool.argument_names)
 
 
 def test_template_cards_restating_each_name_are_still_copies() -> None:
     a, b = _copyable({"servers": [_server("kb", "read_document"), _server("w", "fetch_doc")]})
     assert a.text != b.text  # "Fetch the document." vs "Read the document."
+    assert name_only_copy(a, b)
+
+
+def test_template_cards_that_fill_the_object_from_an_argument_are_still_copies() -> None:
+    # BFCL: "Currency conversion." beside "Convert the amount in currency conversion."
+    amount = {
+        "type": "object",
+        "properties": {"amount": {"type": "number"}, "to_currency": {"type": "string"}},
+        "required": ["amount", "to_currency"],
+    }
+    servers = []
+    for server, tool in (("a", "currency_conversion"), ("b", "currency_conversion_convert")):
+        body = _server(server, tool, "Convert a value from one currency to another.")
+        body["tools"][0]["inputSchema"] = amount
+        servers.append(body)
+    a, b = _copyable({"servers": servers})
+    assert "amount" in b.text.split(".")[0] and "amount" not in a.text.split(".")[0]
     assert name_only_copy(a, b)
 
 
@@ -146,9 +167,7 @@ def test_an_override_that_says_how_they_differ_clears_the_copy() -> None:
     a, b = _copies_with_operator_text(
         "Reads the published version of a document.", "Fetches the draft of a document."
     )
-    assert not name_only_copy(
-        Copyable(a.tool, a.text, a.published), Copyable(b.tool, b.text, b.published)
-    )
+    assert not name_only_copy(_as_copyable(a), _as_copyable(b))
 
 
 def test_the_suggested_placeholder_pasted_unedited_clears_nothing() -> None:
@@ -156,9 +175,7 @@ def test_the_suggested_placeholder_pasted_unedited_clears_nothing() -> None:
         f"<say what read_document does that fetch_document does not> {DESCRIPTION}",
         f"<say what fetch_document does that read_document does not> {DESCRIPTION}",
     )
-    assert name_only_copy(
-        Copyable(a.tool, a.text, a.published), Copyable(b.tool, b.text, b.published)
-    )
+    assert name_only_copy(_as_copyable(a), _as_copyable(b))
 
 
 def test_copies_share_a_cluster_even_when_their_vectors_are_far_apart() -> None:
@@ -180,6 +197,29 @@ def test_copies_share_a_cluster_even_when_their_vectors_are_far_apart() -> None:
     assert cluster.margin_min is not None and cluster.margin_min > 0.3  # LOW by margins alone
     off = analyse(tools, embed, RiftSettings(copies=False), model_id="explicit")
     assert off.clusters == ()
+
+
+def test_a_copy_stays_in_its_siblings_cluster_as_well() -> None:
+    # Layer 1 groups a copy with a sibling on its own server; its copy elsewhere is
+    # far from both. Both findings stand: the sibling confusion and the copy.
+    table = {
+        "card a": [1.0, 0.0, 0.0],
+        "card s": [0.95, 0.31, 0.0],
+        "card b": [0.2, 0.0, 0.98],
+        "probe a": [1.0, 0.0, 0.1],
+        "probe s": [0.9, 0.43, 0.0],
+        "probe b": [0.1, 0.0, 1.0],
+    }
+    tools = [
+        RiftTool("s", "read_document", "card a", Probe("probe a", "arguments"), published="p"),
+        RiftTool("s", "list_sections", "card s", Probe("probe s", "arguments"), published="q"),
+        RiftTool("t", "fetch_document", "card b", Probe("probe b", "arguments"), published="p"),
+    ]
+    report = analyse(tools, explicit_embed(table), RiftSettings(), model_id="explicit")
+    groups = {frozenset(m.tool for m in c.members): c.risk for c in report.clusters}
+    assert groups[frozenset({"read_document", "fetch_document"})] == "HIGH"
+    assert frozenset({"read_document", "list_sections"}) in groups
+    assert report.clustered_tools == 3
 
 
 def test_regenerate_leaves_copies_to_a_written_override(fake_embed: EmbedFn) -> None:

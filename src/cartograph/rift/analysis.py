@@ -29,7 +29,7 @@ from cartograph.index.cache import EmbeddingCache
 from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.rift.actions import different_actions
 from cartograph.rift.baselines import comparison_rows
-from cartograph.rift.clustering import Groups, cluster, cohesion
+from cartograph.rift.clustering import Groups, cluster, cohesion, components
 from cartograph.rift.copies import Copyable, copy_pairs, copy_suggestion, published_key
 from cartograph.rift.diagnosis import MemberText, distinct_tokens, shared_tokens, suggest
 from cartograph.rift.duplicates import duplicate_servers
@@ -197,8 +197,8 @@ def analyse(
     )
     ctx.seconds["embed"] = time.perf_counter() - started
     mark = time.perf_counter()
-    copies = _copies(ctx)
-    groups = cluster(ctx.texts.per_tool, settings.theta_sim, settings.linkage, joined=copies)
+    groups = cluster(ctx.texts.per_tool, settings.theta_sim, settings.linkage)
+    groups += _copy_groups(ctx, groups)
     ctx.seconds["cluster"] = time.perf_counter() - mark
     mark = time.perf_counter()
     clusters = _rate_all(ctx, groups, embed)
@@ -229,15 +229,29 @@ def analyse(
     )
 
 
-def _copies(ctx: _Context) -> list[tuple[int, int]]:
-    """Name-only copy pairs, recorded on ``ctx`` for Layers 2 and 3."""
+def _copy_groups(ctx: _Context, groups: Groups) -> Groups:
+    """Name-only copies (recorded on ``ctx``) that Layer 1 did not put in one cluster.
+
+    Each such set of copies becomes a cluster of its own, beside the clusters
+    its members already sit in: Playwright's ``hover`` stays confusable with
+    Playwright's ``click`` (Layer 1) and is also one tool with Puppeteer's
+    ``hover`` (this rule). Merging the copies into Layer 1 instead would pull
+    them out of their siblings' clusters and hide those confusions.
+    """
     if not ctx.settings.copies:
         return []
-    pairs = copy_pairs([Copyable(t.tool, t.text, t.published) for t in ctx.tools])
-    for a, b in pairs:
+    tools = [Copyable(t.tool, t.text, t.published, t.argument_names) for t in ctx.tools]
+    for a, b in copy_pairs(tools):
         ctx.copies.setdefault(a, set()).add(b)
         ctx.copies.setdefault(b, set()).add(a)
-    return pairs
+    together = components(len(tools), _pair_arrays(ctx.copies))
+    return [g for g in together if not any(set(g) <= set(h) for h in groups)]
+
+
+def _pair_arrays(links: Mapping[int, set[int]]) -> tuple[npt.NDArray[np.intp], ...]:
+    pairs = [(a, b) for a, others in links.items() for b in others if a < b]
+    rows = np.asarray([a for a, _ in pairs], dtype=np.intp)
+    return rows, np.asarray([b for _, b in pairs], dtype=np.intp)
 
 
 @dataclass
@@ -528,7 +542,10 @@ def _tied_on(ctx: _Context, a: int, b: int, rung: int) -> bool:
 
 
 def _points(ctx: _Context, clusters: Sequence[Cluster]) -> list[Point]:
-    where: dict[str, Cluster] = {m.key: c for c in clusters for m in c.members}
+    where: dict[str, Cluster] = {}
+    for c in clusters:  # riskiest first: a copy in two clusters shows its copies' cluster
+        for m in c.members:
+            where.setdefault(m.key, c)
     coords = pca_2d(ctx.texts.per_tool)
     points: list[Point] = []
     for tool, (x, y) in zip(ctx.tools, coords.tolist(), strict=True):

@@ -17,15 +17,11 @@ without changing the answer:
   memory proportional to the largest component rather than n².
 
 The same threshold graph's components are the plain cosine baseline.
-
-``joined`` pairs (name-only copies, :mod:`cartograph.rift.copies`) are at
-distance 0 whatever their vectors: they say the same thing but for their
-names, as identical texts do, so they always share a cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Final
 
 import numpy as np
@@ -40,7 +36,6 @@ _BLOCK_ROWS: Final = 1024
 _EPS: Final = 1e-6
 
 Groups = list[list[int]]
-Pair = tuple[int, int]
 
 
 def threshold_pairs(vectors: Vectors, theta: float) -> tuple[npt.NDArray[np.intp], ...]:
@@ -78,21 +73,12 @@ def components(n: int, pairs: tuple[npt.NDArray[np.intp], ...]) -> Groups:
     return _groups_of(labels)
 
 
-def cluster(
-    vectors: Vectors, theta_sim: float, method: Linkage, joined: Sequence[Pair] = ()
-) -> Groups:
-    """Layer 1's candidate clusters (|C| ≥ 2) as lists of row indices, largest first.
-
-    ``joined`` pairs count as distance 0 (see the module docstring).
-    """
+def cluster(vectors: Vectors, theta_sim: float, method: Linkage) -> Groups:
+    """Layer 1's candidate clusters (|C| ≥ 2) as lists of row indices, largest first."""
     delta = 1.0 - theta_sim
-    rows, cols = threshold_pairs(vectors, theta_sim)
-    if joined:
-        extra = np.asarray(joined, dtype=np.intp).reshape(-1, 2)
-        rows, cols = np.concatenate([rows, extra[:, 0]]), np.concatenate([cols, extra[:, 1]])
     found: Groups = []
-    for component in components(len(vectors), (rows, cols)):
-        found.extend(_cluster_component(vectors, component, delta, method, joined))
+    for component in components(len(vectors), threshold_pairs(vectors, theta_sim)):
+        found.extend(_cluster_component(vectors, component, delta, method))
     return sorted(found, key=lambda g: (-len(g), g[0]))
 
 
@@ -105,17 +91,13 @@ def cohesion(vectors: Vectors, members: list[int]) -> float:
 
 
 def _cluster_component(
-    vectors: Vectors, component: list[int], delta: float, method: Linkage, joined: Sequence[Pair]
+    vectors: Vectors, component: list[int], delta: float, method: Linkage
 ) -> Iterator[list[int]]:
-    if len(component) == 2:  # one pair within δ (or joined): every linkage merges it
+    if len(component) == 2:  # one pair within δ: every linkage merges it
         yield component
         return
     sub = vectors[component].astype(np.float64)
     distances = np.clip(1.0 - sub @ sub.T, 0.0, 2.0)
-    local = {g: k for k, g in enumerate(component)}
-    for a, b in joined:
-        if a in local and b in local:
-            distances[local[a], local[b]] = distances[local[b], local[a]] = 0.0
     for group in agglomerate(distances, delta, method):
         yield [component[i] for i in group]
 
@@ -161,4 +143,4 @@ def _groups_of(labels: npt.NDArray[np.int64]) -> Groups:
     return [g for g in by_label.values() if len(g) >= 2]
 
 
-__all__ = ["Groups", "Pair", "agglomerate", "cluster", "cohesion", "components", "threshold_pairs"]
+__all__ = ["Groups", "agglomerate", "cluster", "cohesion", "components", "threshold_pairs"]

@@ -3,11 +3,12 @@
 Two tools are *name-only copies* when their publisher gave them the same
 description and the same input schema (the card's drift pins say so exactly)
 and their cards do not separate them either: the card texts are equal once
-the words of both names are taken out (``words``, plurals folded; each name
-spelled as written and as the template spells it, ``doc`` also
-``document``), so "Fetch the document." and "Read the document." — the
-template restating each name — count as equal, and so does a trailing
-"Tool name: fetch_document.".
+the words of both names and of their (shared) argument names are taken out
+(``words``, plurals folded; each name spelled as written and as the template
+spells it, ``doc`` also ``document``), so "Fetch the document." and "Read the
+document." — the template restating each name — count as equal, and so do
+"Currency conversion." and "Convert the amount in currency conversion." (the
+template fills a missing object from a required argument).
 
 Retrieval then has nothing but the names to go on, and a name is the one
 field a publisher chooses freely: a near-copy of a popular tool under a new
@@ -56,6 +57,8 @@ class Copyable:
     published: str
     """The publisher's description and input-schema pins, joined; empty when the
     description was blank (such a tool is never a copy)."""
+    arguments: tuple[str, ...] = ()
+    """Its input schema's argument names (equal for copies: their schemas are)."""
 
 
 def published_key(card: ToolCard) -> str:
@@ -79,6 +82,8 @@ def name_only_copy(a: Copyable, b: Copyable) -> bool:
     if not a.published or a.published != b.published or a.tool == b.tool:
         return False
     masked = _name_keys(a.tool) | _name_keys(b.tool)
+    for argument in a.arguments:
+        masked |= _name_keys(argument)
     return _without(a.text, masked) == _without(b.text, masked)
 
 

@@ -240,7 +240,8 @@ class RiftReport(_Frozen):
 
     @property
     def clustered_tools(self) -> int:
-        return sum(c.size for c in self.clusters)
+        """Tools in any cluster, each once (a name-only copy can sit in two)."""
+        return len({m.key for c in self.clusters for m in c.members})
 
 
 __all__ = [
