@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from cartograph.index.text import tokenize
 from cartograph.names import (
+    SKELETON_SUPPLEMENT,
+    _confusable_classes,
     cjk_bigrams,
     invisible_characters,
     normalise_name,
@@ -60,6 +62,22 @@ def test_look_alike_names_share_a_skeleton_from_the_confusables_table() -> None:
     assert skeleton("ｇｅｔ＿ｆｉｌｅ") == original  # full width
     assert skeleton("get_files") != original
     assert skeleton("put_file") != original
+
+
+def test_the_skeleton_reads_letter_runs_as_the_confusables_table_does() -> None:
+    # UTS #39 lists ``rn`` for ``m``: a multi-letter look-alike, not one character.
+    assert skeleton("read_rnail") == skeleton("read_mail")
+    assert skeleton("modern") == skeleton("modem")
+    assert skeleton("read_nail") != skeleton("read_mail")
+
+
+def test_the_supplement_adds_only_pairs_the_confusables_table_lacks() -> None:
+    # The table lists 0 with capital O only; the supplement reads it as lower-case o too.
+    assert skeleton("l0g_out") == skeleton("log_out") == skeleton("LOG_OUT")
+    assert skeleton("svvap") == skeleton("swap")
+    classes = _confusable_classes()
+    assert classes["0"] != classes["o"]  # else the pair would not need supplementing
+    assert SKELETON_SUPPLEMENT == (("0", "o"), ("vv", "w"))
 
 
 def test_format_and_bidi_characters_are_invisible() -> None:

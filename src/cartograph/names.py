@@ -111,6 +111,30 @@ def invisible_characters(name: str) -> list[str]:
     return [c for c in name if unicodedata.category(c) == "Cf" or c in _BIDI_CONTROLS]
 
 
+SKELETON_SUPPLEMENT: Final = (
+    ("0", "o"),
+    ("vv", "w"),
+)
+"""Look-alike pairs Unicode's confusables table does not list: the only hand-written part.
+
+* ``0`` / ``o``: UTS #39 lists the digit zero with the capital ``O`` only, so
+  ``l0g`` and ``log`` would keep two skeletons; in the fonts tool names are read
+  in (monospace, sans) a zero and a lower-case o differ by a few pixels.
+* ``vv`` / ``w``: the table lists ``rn`` for ``m`` but no sequence for ``w``;
+  two v's set tight read as one w in the same fonts.
+
+Each pair is applied after the table's own mapping, to its mapped form.
+"""
+
+
+def _data_table() -> dict[str, list[dict[str, str]]]:
+    import confusable_homoglyphs  # the data only: its lookup functions are not used
+
+    data_file = resources.files(confusable_homoglyphs) / "confusables.json"
+    table: dict[str, list[dict[str, str]]] = json.loads(data_file.read_text(encoding="utf-8"))
+    return table
+
+
 @functools.cache
 def _confusable_classes() -> dict[str, str]:
     """Each character of Unicode's confusables table mapped to one member of its class.
@@ -120,10 +144,6 @@ def _confusable_classes() -> dict[str, str]:
     classes are the connected groups of single-character pairs, each named by
     its smallest code point, so the mapping is deterministic.
     """
-    import confusable_homoglyphs  # the data only: its lookup functions are not used
-
-    data_file = resources.files(confusable_homoglyphs) / "confusables.json"
-    table: dict[str, list[dict[str, str]]] = json.loads(data_file.read_text(encoding="utf-8"))
     parent: dict[str, str] = {}
 
     def root(char: str) -> str:
@@ -132,7 +152,7 @@ def _confusable_classes() -> dict[str, str]:
             char = parent[char]
         return char
 
-    for char, alikes in table.items():
+    for char, alikes in _data_table().items():
         for alike in alikes:
             other = alike["c"]
             if len(char) == 1 and len(other) == 1:
@@ -142,20 +162,61 @@ def _confusable_classes() -> dict[str, str]:
     return {char: root(char) for char in parent}
 
 
-def skeleton(name: str) -> str:
-    """What ``name`` looks like: names with one skeleton are read as one name.
+@functools.cache
+def _sequences() -> dict[str, str]:
+    """Characters the table says look like a run of ASCII letters: ``m`` is ``rn``, ``æ`` ``ae``.
 
-    NFKC, invisible characters removed, each character replaced by its
-    confusables class (before case-folding, since ``I`` and ``l`` look alike
-    and ``i`` and ``l`` do not), case-folded, mapped once more, separators
-    removed: ``get_fiIe``, ``get_file`` and ``get_fіle`` (Cyrillic і) share one.
+    Keyed by the character's class (after :func:`_confusable_classes`), valued by
+    the run's mapped form; where one character has several runs the smallest is
+    kept, so the mapping is deterministic.
+    """
+    found: dict[str, str] = {}
+    for char, alikes in _data_table().items():
+        for alike in alikes:
+            for one, run in ((char, alike["c"]), (alike["c"], char)):
+                if len(one) == 1 and len(run) > 1 and run.isascii() and run.isalnum():
+                    key, value = _mapped(one), _mapped(run)
+                    # NFKC and case-folding already spell ligatures (ﬁ) out.
+                    if len(key) == 1 and (key not in found or value < found[key]):
+                        found[key] = value
+    # A run may hold such a character itself (🝫 is "MB"): spell it out too.
+    return {key: "".join(found.get(c, c) for c in run) for key, run in found.items()}
+
+
+def _mapped(text: str) -> str:
+    """The table's single-character mapping, before and after case-folding.
+
+    Before, since ``I`` and ``l`` look alike and ``i`` and ``l`` do not; after,
+    for what case-folding produces.
     """
     classes = _confusable_classes()
+    text = "".join(classes.get(c, c) for c in text).casefold()
+    return "".join(classes.get(c, c) for c in text)
+
+
+@functools.cache
+def _supplement() -> tuple[tuple[str, str], ...]:
+    return tuple((_mapped(a), _mapped(b)) for a, b in SKELETON_SUPPLEMENT)
+
+
+def skeleton(name: str) -> str:
+    """What ``name`` looks like: names with one skeleton are read as one name (UTS #39).
+
+    NFKC; invisible characters removed; each character replaced by its
+    confusables class, before and after case-folding (:func:`_mapped`); each
+    character the table reads as a run of letters replaced by that run
+    (``m`` → ``rn``); the :data:`SKELETON_SUPPLEMENT` pairs; separators
+    removed. ``get_fiIe``, ``get_file``, ``get_fіle`` (Cyrillic і),
+    ``get_f\u200bile`` and ``get_fi1e`` share one; so do ``l0g`` and ``log``.
+    """
     text = unicodedata.normalize("NFKC", name)
     hidden = set(invisible_characters(text))
-    text = "".join(c for c in text if c not in hidden)
-    text = "".join(classes.get(c, c) for c in text).casefold()
-    return SEPARATORS.sub("", "".join(classes.get(c, c) for c in text))
+    text = _mapped("".join(c for c in text if c not in hidden))
+    sequences = _sequences()
+    text = "".join(sequences.get(c, c) for c in text)
+    for alike, same in _supplement():
+        text = text.replace(alike, same)
+    return SEPARATORS.sub("", text)
 
 
 def split_identifier(text: str) -> str:
@@ -189,6 +250,7 @@ def cjk_bigrams(run: str) -> list[str]:
 __all__ = [
     "PROXY_TOOL_NAMES",
     "SEPARATORS",
+    "SKELETON_SUPPLEMENT",
     "NamedThing",
     "check_names",
     "cjk_bigrams",

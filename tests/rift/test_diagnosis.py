@@ -17,9 +17,11 @@ BLOCK = "Works with one block of a page and its content."
 
 
 def _block_cards() -> VerifiedCards:
+    # The publisher described them differently; the operator's text is one sentence for
+    # both. (One publisher description for both would make them name-only copies: HIGH.)
     tools = [
-        ("API-retrieve-a-block", "x", schema(block_id="block id")),
-        ("API-update-a-block", "x", schema(block_id="block id")),
+        ("API-retrieve-a-block", "Retrieves a block.", schema(block_id="block id")),
+        ("API-update-a-block", "Updates a block.", schema(block_id="block id")),
     ]
     catalog = catalog_of({"notion": tools})
     return cards_with_text(catalog, {"notion": {t: BLOCK for t, _, _ in tools}})

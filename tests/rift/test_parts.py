@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from cartograph.index.entries import imitations
 from cartograph.names import normalise_name
 from cartograph.rift.baselines import cosine_groups, jaccard_groups
 from cartograph.rift.diagnosis import MemberText, distinct_tokens, shared_tokens, suggest
@@ -122,6 +124,47 @@ def test_cyrillic_and_digit_lookalikes_are_reported() -> None:
     )
     assert sorted(len(c.members) for c in digits) == [2, 2]
     assert {c.kind for c in digits} == {"lookalike"}
+
+
+@pytest.mark.parametrize(
+    ("imitation", "what"),
+    [
+        ("read_fiIe", "a capital I for an l"),
+        ("reаd_file", "a Cyrillic а"),
+        ("read_fi1e", "a digit 1 for an l"),
+        ("read_fi\u200ble", "a zero-width space inside the name"),
+    ],
+)
+def test_rift_and_the_index_agree_on_which_names_look_alike(imitation: str, what: str) -> None:
+    found = name_confusables(_refs(("fs", "read_file"), ("evil", imitation)))
+    lookalike = [c for c in found if c.kind == "lookalike"]
+    assert [{m.tool for m in c.members} for c in lookalike] == [{"read_file", imitation}], what
+    # The index reads the same skeleton (which of two equally plain spellings is the
+    # original is its own call): the imitation never keeps its name view.
+    assert ("evil", imitation) in imitations([("fs", "read_file"), ("evil", imitation)])
+
+
+def test_a_zero_for_an_o_is_a_lookalike_from_the_one_supplement() -> None:
+    (found,) = name_confusables(_refs(("a", "l0g_in"), ("b", "log_in")))
+    assert found.kind == "lookalike"
+    assert ("a", "l0g_in") in imitations([("a", "l0g_in"), ("b", "log_in")])
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("read\u200bfile", "read<U+200B>file (U+200B ZERO WIDTH SPACE)"),
+        ("read\u202efile", "read<U+202E>file (U+202E RIGHT-TO-LEFT OVERRIDE)"),
+        ("read\u2066file", "read<U+2066>file (U+2066 LEFT-TO-RIGHT ISOLATE)"),
+    ],
+)
+def test_invisible_and_bidi_characters_inside_a_name_are_a_finding_alone(
+    name: str, shown: str
+) -> None:
+    (found,) = name_confusables(_refs(("s", name), ("s", "write_file")))
+    assert found.kind == "invisible"
+    assert found.key == shown
+    assert [m.tool for m in found.members] == [name]
 
 
 def test_same_name_on_two_servers_is_its_own_kind_and_distinct_names_do_not_collide() -> None:

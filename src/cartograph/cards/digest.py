@@ -8,7 +8,7 @@ is inside the digest, so swapping two tools' definitions is caught too
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from cartograph.cards.canonical import canonical_digest
 from cartograph.cards.model import Pins
@@ -47,3 +47,8 @@ def server_digest(server: ServerDef) -> str:
 
 def _part(value: Any) -> str:
     return canonical_digest({"value": value})
+
+
+BLANK_DESCRIPTION_PIN: Final = _part("")
+"""``Pins.description`` of a tool its publisher gave no description: equal pins then
+say nothing about two tools being described alike (Rift's name-only copies)."""

@@ -28,8 +28,9 @@ from cartograph.cards.model import Card
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.rift.actions import different_actions
-from cartograph.rift.baselines import cosine_groups, jaccard_groups
-from cartograph.rift.clustering import Groups, cluster, cohesion
+from cartograph.rift.baselines import comparison_rows
+from cartograph.rift.clustering import Groups, cluster, cohesion, components
+from cartograph.rift.copies import Copyable, copy_pairs, copy_suggestion, published_key
 from cartograph.rift.diagnosis import MemberText, distinct_tokens, shared_tokens, suggest
 from cartograph.rift.duplicates import duplicate_servers
 from cartograph.rift.layout import pca_2d
@@ -38,13 +39,13 @@ from cartograph.rift.model import (
     RISK_ORDER,
     Cluster,
     DuplicateServers,
-    Grouping,
     Member,
     Point,
     ProbeMode,
     RiftReport,
     RiftSettings,
     Risk,
+    Suggestion,
     ToolRef,
 )
 from cartograph.rift.names import name_confusables
@@ -73,6 +74,8 @@ class RiftTool:
     argument_names: tuple[str, ...] = ()
     schema: str = ""
     """Digest of the input schema: two servers with equal (name, schema) sets are one."""
+    published: str = ""
+    """What the publisher served (:func:`~cartograph.rift.copies.published_key`)."""
 
     @property
     def key(self) -> str:
@@ -109,6 +112,7 @@ def tools_from_cards(
                     fallbacks=tuple(rest),
                     argument_names=tuple(str(k) for k in _properties(tool.input_schema)),
                     schema=canonical_digest(dict(tool.input_schema)),
+                    published=published_key(tool),
                 )
             )
     return tools
@@ -159,7 +163,12 @@ class _Context:
     vocabulary: Vocabulary
     token_sets: list[frozenset[str]]
     duplicates: tuple[DuplicateServers, ...] = ()
+    copies: dict[int, set[int]] = field(default_factory=dict)
+    """Each tool's name-only copies (:mod:`cartograph.rift.copies`), by index."""
     seconds: dict[str, float] = field(default_factory=dict)
+
+    def copies_in(self, group: list[int], i: int) -> list[int]:
+        return [j for j in group if j in self.copies.get(i, ())]
 
     def pair(self, a: int, b: int) -> _Pair:
         """How Layer 2 rates the pair (a, b) beyond the paper (see ``RiftSettings``)."""
@@ -189,12 +198,19 @@ def analyse(
     ctx.seconds["embed"] = time.perf_counter() - started
     mark = time.perf_counter()
     groups = cluster(ctx.texts.per_tool, settings.theta_sim, settings.linkage)
+    groups += _copy_groups(ctx, groups)
     ctx.seconds["cluster"] = time.perf_counter() - mark
     mark = time.perf_counter()
     clusters = _rate_all(ctx, groups, embed)
     ctx.seconds["margins"] = time.perf_counter() - mark
     mark = time.perf_counter()
-    comparison = _comparison(ctx, clusters)
+    comparison = comparison_rows(
+        clusters,
+        ctx.texts.per_tool,
+        ctx.token_sets,
+        [ToolRef(server=t.server, tool=t.tool) for t in tools],
+        settings,
+    )
     ctx.seconds["baselines"] = time.perf_counter() - mark
     names = name_confusables(ToolRef(server=t.server, tool=t.tool) for t in tools)
     points = _points(ctx, clusters)
@@ -211,6 +227,31 @@ def analyse(
         duplicates=ctx.duplicates,
         seconds={k: round(v, 3) for k, v in ctx.seconds.items()},
     )
+
+
+def _copy_groups(ctx: _Context, groups: Groups) -> Groups:
+    """Name-only copies (recorded on ``ctx``) that Layer 1 did not put in one cluster.
+
+    Each such set of copies becomes a cluster of its own, beside the clusters
+    its members already sit in: Playwright's ``hover`` stays confusable with
+    Playwright's ``click`` (Layer 1) and is also one tool with Puppeteer's
+    ``hover`` (this rule). Merging the copies into Layer 1 instead would pull
+    them out of their siblings' clusters and hide those confusions.
+    """
+    if not ctx.settings.copies:
+        return []
+    tools = [Copyable(t.tool, t.text, t.published, t.argument_names) for t in ctx.tools]
+    for a, b in copy_pairs(tools):
+        ctx.copies.setdefault(a, set()).add(b)
+        ctx.copies.setdefault(b, set()).add(a)
+    together = components(len(tools), _pair_arrays(ctx.copies))
+    return [g for g in together if not any(set(g) <= set(h) for h in groups)]
+
+
+def _pair_arrays(links: Mapping[int, set[int]]) -> tuple[npt.NDArray[np.intp], ...]:
+    pairs = [(a, b) for a, others in links.items() for b in others if a < b]
+    rows = np.asarray([a for a, _ in pairs], dtype=np.intp)
+    return rows, np.asarray([b for _, b in pairs], dtype=np.intp)
 
 
 @dataclass
@@ -283,14 +324,12 @@ def _rate(ctx: _Context, group: list[int], probes: _Probes | None) -> Cluster:
     rated = [f for f in found if f is not None]
     duplicate = bool(rated) and all(f.only_duplicates for f in rated)
     risk = _risk(rated, ctx.settings) if probes is not None else "UNRATED"
+    if risk != "UNRATED" and any(m.copies for m in members):
+        risk = "HIGH"  # one tool under two names: only the names can separate them
     servers = tuple(sorted({ctx.tools[i].server for i in group}))
     # Every member of a risky cluster gets advice; elsewhere only REGENERATE members.
     advised = [k for k in range(len(group)) if risk in ("HIGH", "MEDIUM") or members[k].regenerate]
-    suggestions = tuple(
-        suggest(texts, k, ctx.vocabulary, members[k].nearest, ctx.tools[group[k]].text)
-        for k in advised
-        if not duplicate
-    )
+    suggestions = tuple(_advice(ctx, texts, members[k], k, group) for k in advised if not duplicate)
     return Cluster(
         id=0,
         risk=risk,
@@ -304,6 +343,15 @@ def _rate(ctx: _Context, group: list[int], probes: _Probes | None) -> Cluster:
         notes=tuple(_notes(ctx, group, members, probes, duplicate)),
         duplicate=duplicate,
     )
+
+
+def _advice(
+    ctx: _Context, texts: Sequence[MemberText], member: Member, k: int, group: list[int]
+) -> Suggestion:
+    text = ctx.tools[group[k]].text
+    if member.copies:
+        return copy_suggestion(texts[k], member.copies, text)
+    return suggest(texts, k, ctx.vocabulary, member.nearest, text)
 
 
 @dataclass(frozen=True)
@@ -357,6 +405,7 @@ def _member(
     twins = {j for j in range(len(group)) if j != k and ctx.pair(group[k], group[j]) == "duplicate"}
     rest = [t for j, t in enumerate(texts) if j not in twins]
     distinct = distinct_tokens(rest, rest.index(texts[k])) if len(rest) > 1 else texts[k].tokens
+    copies = tuple(ctx.tools[j].key for j in ctx.copies_in(group, group[k]))
     return Member(
         server=tool.server,
         tool=tool.tool,
@@ -366,7 +415,8 @@ def _member(
         rank=None if found is None else found.rank,
         reprobed=() if found is None else tuple(ctx.tools[j].key for j in found.reprobed),
         distinct=ctx.vocabulary.show(distinct),
-        regenerate=not distinct,
+        regenerate=not distinct or bool(copies),
+        copies=copies,
     )
 
 
@@ -404,6 +454,7 @@ def _notes(
         notes.append(
             f"all {len(group)} members have identical card text: retrieval cannot tell them apart"
         )
+    notes.extend(_copy_notes(ctx, members))
     for m in members:
         if m.margin is not None and m.margin < 0:
             notes.append(
@@ -415,6 +466,24 @@ def _notes(
     return notes
 
 
+def _copy_notes(ctx: _Context, members: Sequence[Member]) -> list[str]:
+    """One note per set of name-only copies: why the cluster is HIGH whatever its margins."""
+    seen: set[frozenset[str]] = set()
+    notes: list[str] = []
+    for m in members:
+        names = frozenset((m.key, *m.copies))
+        if not m.copies or names in seen:
+            continue
+        seen.add(names)
+        notes.append(
+            f"{', '.join(sorted(names))} are one tool under {len(names)} names: the same "
+            "publisher description and input schema, cards equal but for the names — HIGH "
+            "whatever the margins, since only the names (which a publisher picks freely) "
+            "could tell them apart"
+        )
+    return notes
+
+
 def _action_notes(ctx: _Context, group: list[int]) -> list[str]:
     """One note naming the verbs of the pairs capped at MEDIUM because their actions differ."""
     verbs: list[str] = []
@@ -422,7 +491,7 @@ def _action_notes(ctx: _Context, group: list[int]) -> list[str]:
     for x, a in enumerate(group):
         for b in group[x + 1 :]:
             found = different_actions(ctx.tools[a].tool, ctx.tools[b].tool)
-            if found is None or ctx.pair(a, b) != "actions":
+            if found is None or ctx.pair(a, b) != "actions" or b in ctx.copies.get(a, ()):
                 continue
             pairs += 1
             verbs.extend(v for v in found if v not in verbs)
@@ -472,66 +541,11 @@ def _tied_on(ctx: _Context, a: int, b: int, rung: int) -> bool:
     return probe_key(ctx.tools[a].ladder[rung].text) == probe_key(ctx.tools[b].ladder[rung].text)
 
 
-def _comparison(ctx: _Context, clusters: Sequence[Cluster]) -> list[Grouping]:
-    settings = ctx.settings
-    keys = [t.key for t in ctx.tools]
-    risky = {m.key for c in clusters if c.risk in ("HIGH", "MEDIUM") for m in c.members}
-    rows: list[Grouping] = []
-    if settings.margin:
-        rows.append(_rift_row("Rift (3-layer)", clusters, risky))
-    rows.append(_rift_row("Rift --no-margin", [_unrated(c) for c in clusters], risky))
-    cosine = cosine_groups(ctx.texts.per_tool, settings.cosine_tau)
-    rows.append(_baseline_row(f"Cosine τ={settings.cosine_tau:g}", cosine, ctx, keys, risky))
-    jaccard = jaccard_groups(ctx.token_sets, settings.jaccard_j)
-    rows.append(_baseline_row(f"Jaccard J>{settings.jaccard_j:g}", jaccard, ctx, keys, risky))
-    return rows
-
-
-def _unrated(c: Cluster) -> Cluster:
-    return c.model_copy(update={"risk": "UNRATED"})
-
-
-def _rift_row(method: str, clusters: Sequence[Cluster], risky: set[str]) -> Grouping:
-    grouped = {m.key for c in clusters for m in c.members}
-    return Grouping(
-        method=method,
-        clusters=len(clusters),
-        high=sum(c.risk == "HIGH" for c in clusters),
-        medium=sum(c.risk == "MEDIUM" for c in clusters),
-        low=None
-        if any(c.risk == "UNRATED" for c in clusters)
-        else sum(c.risk == "LOW" for c in clusters),
-        tools=len(grouped),
-        within=sum(c.scope == "within-server" for c in clusters),
-        cross=sum(c.scope == "cross-server" for c in clusters),
-        largest=max((c.size for c in clusters), default=0),
-        regenerate=sum(len(c.regenerate) for c in clusters),
-        covers_risky=_coverage(grouped, risky),
-    )
-
-
-def _baseline_row(
-    method: str, groups: Groups, ctx: _Context, keys: Sequence[str], risky: set[str]
-) -> Grouping:
-    within = sum(len({ctx.tools[i].server for i in g}) == 1 for g in groups)
-    grouped = {keys[i] for g in groups for i in g}
-    return Grouping(
-        method=method,
-        clusters=len(groups),
-        tools=len(grouped),
-        within=within,
-        cross=len(groups) - within,
-        largest=max((len(g) for g in groups), default=0),
-        covers_risky=_coverage(grouped, risky),
-    )
-
-
-def _coverage(grouped: set[str], risky: set[str]) -> float | None:
-    return round(len(grouped & risky) / len(risky), 3) if risky else None
-
-
 def _points(ctx: _Context, clusters: Sequence[Cluster]) -> list[Point]:
-    where: dict[str, Cluster] = {m.key: c for c in clusters for m in c.members}
+    where: dict[str, Cluster] = {}
+    for c in clusters:  # riskiest first: a copy in two clusters shows its copies' cluster
+        for m in c.members:
+            where.setdefault(m.key, c)
     coords = pca_2d(ctx.texts.per_tool)
     points: list[Point] = []
     for tool, (x, y) in zip(ctx.tools, coords.tolist(), strict=True):

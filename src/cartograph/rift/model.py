@@ -14,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 DEFAULT_THETA_SIM: Final = 0.65
 DEFAULT_HIGH_MARGIN: Final = -0.05
 """HIGH: some member's own task probe already prefers a rival by at least 0.05
-(or the two cards are identical) — retrieval picks the wrong tool on a task
-built for the right one. Picked by 3 of 4 leave-one-set-out folds over the
-demo, LiveMCPBench, MetaTool and hostile-publisher sets (docs/rift.md,
-"Validation": re-check it when card text changes); the paper's 0.10 is
-``--paper``."""
+(or the two cards are identical, or identical but for the names) — retrieval
+picks the wrong tool on a task built for the right one. Picked by 3 of 4
+leave-one-set-out folds over the demo, LiveMCPBench, MetaTool and
+hostile-publisher sets (docs/rift.md, "Validation": re-check it when card text
+changes); the paper's 0.10 is ``--paper``."""
 DEFAULT_MEDIUM_MARGIN: Final = 0.30
 """MEDIUM below 0.30: at 0.20 a third of MetaTool's (training data) observed
 confusions sat in LOW clusters; at 0.30 none did."""
@@ -67,6 +67,10 @@ class RiftSettings(_Frozen):
     """Tool pairs of the same server connected twice are reported, not rated."""
     identical: bool = True
     """A confusable pair with identical card text is HIGH whatever its margin."""
+    copies: bool = True
+    """Name-only copies (same publisher description and input schema, cards equal but for
+    the names: :mod:`cartograph.rift.copies`) share a cluster, which is HIGH whatever its
+    margins, and each copy is REGENERATE."""
     cosine_tau: float = Field(default=DEFAULT_COSINE_TAU, gt=0.0, le=1.0)
     jaccard_j: float = Field(default=DEFAULT_JACCARD_J, ge=0.0, lt=1.0)
 
@@ -84,6 +88,7 @@ class RiftSettings(_Frozen):
             "actions": False,
             "duplicates": False,
             "identical": False,
+            "copies": False,
             "high": PAPER_HIGH_MARGIN,
             "medium": PAPER_MEDIUM_MARGIN,
         }
@@ -119,6 +124,9 @@ class Member(ToolRef):
     was compared with probes that add the tools' names (then servers)."""
     distinct: tuple[str, ...] = ()
     regenerate: bool = False
+    copies: tuple[str, ...] = ()
+    """Members that are this tool under another name (``server/tool``): same publisher
+    description and input schema, cards equal but for the names. Any makes it REGENERATE."""
 
 
 class Suggestion(_Frozen):
@@ -173,9 +181,10 @@ class Cluster(_Frozen):
 
 
 class NameConfusable(_Frozen):
-    """Tool names a person or a model could mistake for one another."""
+    """Tool names a person or a model could mistake for one another, or one that hides
+    characters (``invisible``: a single member; ``key`` shows them as code points)."""
 
-    kind: Literal["same-name", "normalised", "lookalike"]
+    kind: Literal["invisible", "same-name", "normalised", "lookalike"]
     scope: Scope
     key: str
     members: tuple[ToolRef, ...]
@@ -231,7 +240,8 @@ class RiftReport(_Frozen):
 
     @property
     def clustered_tools(self) -> int:
-        return sum(c.size for c in self.clusters)
+        """Tools in any cluster, each once (a name-only copy can sit in two)."""
+        return len({m.key for c in self.clusters for m in c.members})
 
 
 __all__ = [

@@ -1,111 +1,74 @@
-"""Name-level confusables: tool names a model (or a person) can mix up.
+"""Name-level findings: tool names a model (or a person) can mix up, or cannot see whole.
 
-Embeddings see card text, but agents also see and type tool *names*. Three
-kinds of collision are reported:
+Embeddings see card text, but agents also see and type tool *names*. Four
+kinds of finding are reported:
 
+* ``invisible`` — a name holding characters a reader cannot see (format
+  characters such as a zero-width space, bidi controls): one finding per
+  tool, whether or not another name collides with it;
 * ``same-name`` — the identical name on different servers;
 * ``normalised`` — equal after Unicode NFKC, case-folding and removing
   separators (``send_email`` / ``sendEmail`` / ``send-email``);
-* ``lookalike`` — equal only after mapping look-alike characters to one
-  representative (Cyrillic ``о`` / Latin ``o``, ``0``/``O``, ``1``/``l``/``I``,
-  ``rn``/``m``): a homoglyph that NFKC leaves alone.
-
-The look-alike table is a curated subset of Unicode TR39's confusables for
-the Latin letters that identifiers use: Cyrillic, Greek and Armenian
-homoglyphs plus the ASCII digit/letter pairs. NFKC already folds full-width and
-compatibility forms. A full TR39 skeleton would flag far more pairs in
-identifiers than anyone can act on.
+* ``lookalike`` — equal only in what they look like: the shared UTS #39
+  skeleton, :func:`cartograph.names.skeleton` (Unicode's confusables table, so
+  Cyrillic ``а`` / Latin ``a``, ``I`` / ``l``, ``rn`` / ``m``; invisible
+  characters dropped; and the few pairs the table lacks, ``0`` / ``o`` and
+  ``vv`` / ``w``, from :data:`cartograph.names.SKELETON_SUPPLEMENT`). The
+  index judges imitations with the same skeleton, so Rift and ranking never
+  disagree on which names look alike.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-from typing import Final, Literal
+from typing import Literal
 
-from cartograph.names import SEPARATORS, normalise_name
+from cartograph.names import invisible_characters, normalise_name, skeleton
 from cartograph.rift.model import NameConfusable, ToolRef
 
-_LOOKALIKE_SOURCE: Final = {
-    "a": "аɑα",
-    "b": "Ьḃ",
-    "c": "сϲⅽ",
-    "d": "ԁⅾ",
-    "e": "еєҽ",
-    "g": "ɡ",
-    "h": "һ",
-    "i": "іιɩӏ",
-    "j": "јϳ",
-    "k": "κк",
-    "l": "1|Iǀ",
-    "m": "м",
-    "n": "ո",
-    "o": "0оοօσ",
-    "p": "рρ",
-    "q": "ԛ",
-    "s": "ѕ",
-    "t": "т",
-    "u": "υս",
-    "v": "νѵ",
-    "w": "ԝѡ",
-    "x": "хχ",
-    "y": "уγ",
-    "A": "АΑ",
-    "B": "ВΒ",
-    "C": "СϹ",
-    "E": "ЕΕ",
-    "H": "НΗ",
-    "K": "КΚ",
-    "M": "МΜ",
-    "N": "Ν",
-    "O": "ОΟ",
-    "P": "РΡ",
-    "S": "Ѕ",
-    "T": "ТΤ",
-    "X": "ХΧ",
-    "Y": "ΥҮ",
-    "Z": "Ζ",
-}
-_LOOKALIKE: Final = str.maketrans(
-    {ch: target for target, chars in _LOOKALIKE_SOURCE.items() for ch in chars}
-)
-_MULTI: Final = (("rn", "m"), ("vv", "w"))
-
-
-def skeletons(name: str) -> set[str]:
-    """Look-alike keys of ``name``: before and after case-folding.
-
-    Mapping before case-folding keeps ``I``/``l`` together (they look alike,
-    ``i``/``l`` do not); mapping after it catches an all-caps twin as well.
-    """
-    nfkc = unicodedata.normalize("NFKC", name)
-    return {_skeleton(nfkc), _skeleton(nfkc.casefold())}
-
-
-def _skeleton(text: str) -> str:
-    mapped = text.translate(_LOOKALIKE)
-    mapped = SEPARATORS.sub("", unicodedata.normalize("NFKC", mapped).casefold())
-    for pair, single in _MULTI:
-        mapped = mapped.replace(pair, single)
-    return mapped
+_SEVERITY: dict[str, int] = {"invisible": 0, "lookalike": 1, "normalised": 2, "same-name": 3}
 
 
 def name_confusables(tools: Iterable[ToolRef]) -> list[NameConfusable]:
-    """Every group of two or more tools whose names collide, most severe first."""
+    """Every name finding: hidden characters, and groups of two or more names that collide.
+
+    Most severe first.
+    """
     refs = sorted(set(tools), key=lambda r: (r.tool, r.server))
     parent = list(range(len(refs)))
     first_with: dict[str, int] = {}
     for index, ref in enumerate(refs):
-        keys = {"n:" + normalise_name(ref.tool)} | {"s:" + s for s in skeletons(ref.tool)}
-        for key in keys:
+        for key in ("n:" + normalise_name(ref.tool), "s:" + skeleton(ref.tool)):
             other = first_with.setdefault(key, index)
             _union(parent, index, other)
     groups: dict[int, list[ToolRef]] = {}
     for index, ref in enumerate(refs):
         groups.setdefault(_find(parent, index), []).append(ref)
     found = [_describe(members) for members in groups.values() if len(members) >= 2]
-    severity = {"lookalike": 0, "normalised": 1, "same-name": 2}
-    return sorted(found, key=lambda c: (severity[c.kind], c.scope != "within-server", c.key))
+    found += [_hidden(ref) for ref in refs if invisible_characters(ref.tool)]
+    return sorted(
+        found, key=lambda c: (_SEVERITY[c.kind], c.scope != "within-server", c.key, c.members)
+    )
+
+
+def shown(name: str) -> str:
+    """``name`` with each invisible character written as its code point: ``read<U+200B>file``."""
+    hidden = set(invisible_characters(name))
+    return "".join(f"<U+{ord(c):04X}>" if c in hidden else c for c in name)
+
+
+def _hidden(ref: ToolRef) -> NameConfusable:
+    characters = ", ".join(
+        f"U+{ord(c):04X} {unicodedata.name(c, 'format character')}"
+        for c in dict.fromkeys(invisible_characters(ref.tool))
+    )
+    return NameConfusable(
+        kind="invisible",
+        scope="within-server",
+        key=f"{shown(ref.tool)} ({characters})",
+        members=(ref,),
+    )
 
 
 def _describe(members: list[ToolRef]) -> NameConfusable:
@@ -123,7 +86,7 @@ def _describe(members: list[ToolRef]) -> NameConfusable:
     return NameConfusable(
         kind=kind,
         scope="within-server" if within else "cross-server",
-        key=normalise_name(members[0].tool),
+        key=shown(normalise_name(members[0].tool)),
         members=tuple(members),
     )
 
@@ -141,4 +104,4 @@ def _union(parent: list[int], a: int, b: int) -> None:
         parent[max(ra, rb)] = min(ra, rb)
 
 
-__all__ = ["name_confusables", "skeletons"]
+__all__ = ["name_confusables", "shown"]

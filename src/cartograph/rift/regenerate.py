@@ -15,7 +15,10 @@ Rules that make it safe to run in CI and twice in a row:
   unchanged card is never bumped;
 * the card keeps its provenance (generator, overrides digest), so a later
   ``cartograph bootstrap`` of an unchanged server keeps the amended text;
-* a second run finds no REGENERATE tool it can change, and changes nothing.
+* a second run finds no REGENERATE tool it can change, and changes nothing;
+* a name-only copy (:mod:`cartograph.rift.copies`) is never rewritten: its
+  name and arguments are exactly what it shares with its copies, so only a
+  written override separates it; it is listed.
 
 Each rewrite is shown as a before/after diff.
 """
@@ -106,7 +109,10 @@ def _cluster_rewrites(
     vocabulary = Vocabulary()
     rivals = {m.key: [o.key for o in c.members if _rivals(m, o, twins)] for m in c.members}
     proposed: dict[str, str] = {}
-    for m in c.regenerate:
+    # A name-only copy differs from its copies by its name alone, and a statement
+    # made of its name or arguments is taken out when copies are compared: only a
+    # written override can separate it, so it is never rewritten here.
+    for m in (m for m in c.regenerate if not m.copies):
         taken = _tokens((texts[k] for k in rivals[m.key]), vocabulary)
         statement = _statement(m, argument_names.get(m.key, ()), taken)
         if statement:

@@ -138,7 +138,9 @@ def detail_lines(c: Cluster) -> list[str]:
     lines += [f"  ! {note}" for note in c.notes]
     for m in c.members:
         tail = f"distinct: {', '.join(m.distinct[:MAX_TOKENS_SHOWN])}" if m.distinct else ""
-        if m.regenerate:
+        if m.copies:
+            tail = f"REGENERATE — the same tool as {', '.join(m.copies)} but for the name"
+        elif m.regenerate:
             tail = f"REGENERATE — shares every word with the others ({', '.join(c.shared[:6])})"
         lines.append(f"  - {m.key}  margin {fmt_margin(m.margin)}  {tail}".rstrip())
     for s in c.suggestions:
@@ -211,7 +213,7 @@ def to_markdown(report: RiftReport) -> str:
     if report.names:
         lines += _md_table(NAME_COLUMNS, [name_row(n) for n in report.names])
     else:
-        lines.append("No tool names collide after normalisation.")
+        lines.append("No tool names collide or hide characters.")
     return "\n".join(lines) + "\n"
 
 

@@ -75,7 +75,7 @@ def settings_for(config: Config, *, paper: bool = False, **overrides: Any) -> Ri
     base = config.rift.model_dump(exclude={"text"})
     if paper:
         base.update(RiftSettings.paper().model_dump(include={"probe", "high", "medium"}))
-        base.update(actions=False, duplicates=False, identical=False)
+        base.update(actions=False, duplicates=False, identical=False, copies=False)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return RiftSettings.model_validate(base)
 
