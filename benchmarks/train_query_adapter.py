@@ -12,9 +12,10 @@ held-out tools, ranked against all tools), so it is chosen for tools the
 adapter never saw. The fitted adapter is then measured zero-shot with the
 hybrid ranker on LiveMCPBench and the demo single-step set, beside no adapter.
 
-Writes ``src/cartograph/index/adapters/metatool-minilm.npz`` (float16, with
-its provenance and model id) unless ``--out`` says otherwise. Measured
-(docs/retrieval.md): it does not help on either set, so it ships off.
+Writes ``benchmarks/results/metatool-adapter.npz`` (float16, with its
+provenance and model id) unless ``--out`` says otherwise. Measured for the
+earlier base MiniLM (docs/retrieval.md): it did not help on either set, so
+none ships.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.eval.data import EvalQuery, load_queries
 from cartograph.eval.metrics import MRR_DEPTH, query_metrics
-from cartograph.index.adapter import SHIPPED_ADAPTER, QueryAdapter
+from cartograph.index.adapter import QueryAdapter
 from cartograph.index.embedders import get_embedder
 from cartograph.index.entries import entries_from_cards
 from cartograph.index.query import parse_query
@@ -42,7 +43,7 @@ SHARED = ROOT.parent / "shared"
 TRAIN = Path(os.environ.get("CARTOGRAPH_TRAIN_DIR", SHARED / "train")) / "metatool"
 BENCH = Path(os.environ.get("CARTOGRAPH_BENCH_DIR", SHARED / "bench")) / "livemcpbench"
 DEMO = ROOT / "benchmarks" / "data" / "demo"
-SHIPPED = ROOT / "src" / "cartograph" / "index" / "adapters" / SHIPPED_ADAPTER
+OUT = ROOT / "benchmarks" / "results" / "metatool-adapter.npz"
 TAU = 0.05
 SEED = 0
 Matrix = npt.NDArray[np.float64]
@@ -124,7 +125,7 @@ def main() -> None:
     parser.add_argument("--lambdas", default="0.1,0.3,1")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument(
-        "--out", type=Path, default=SHIPPED, help="where to write the adapter and its provenance"
+        "--out", type=Path, default=OUT, help="where to write the adapter and its provenance"
     )
     args = parser.parse_args()
     model = get_embedder("minilm")

