@@ -3,7 +3,7 @@
 
     python benchmarks/first_answer.py --config demo/cartograph.toml [--runs 5]
         [--src NAME=PATH ...] [--state NAME=DIR ...] [--python NAME=EXE ...]
-        [--state-dir DIR] [--json]
+        [--tree-config NAME=FILE ...] [--state-dir DIR] [--json]
 
 What an agent waits for after its host launches the proxy: an SDK client
 (``mcp.Client`` over stdio, as a host would) spawns ``cartograph serve``,
@@ -24,6 +24,9 @@ bootstrapped itself: card formats differ between versions). ``--python
 NAME=EXE`` runs that checkout's children with another interpreter, one whose
 environment was built from that checkout's own lock (older trees import
 ``httpx``, newer ones ``httpx2``); by default every tree shares this one's.
+``--tree-config NAME=FILE`` gives that checkout a config file of its own (its
+own ``state_dir``), which the CLI's ``discover`` reads too; ``--state`` only
+reaches ``serve``.
 """
 
 from __future__ import annotations
@@ -181,13 +184,16 @@ def run(
     runs: int,
     settle_s: float = SETTLE_S,
     warm: bool = True,
+    configs: dict[str, Path] | None = None,
 ) -> dict[str, Any]:
+    own = configs or {}
     for name, src in sources.items() if warm else ():  # caches, index, OS page cache
-        measure_once(src, config, states.get(name), settle_s)
+        measure_once(src, own.get(name, config), states.get(name), settle_s)
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in sources}
     for _ in range(runs):
         for name, src in sources.items():  # interleaved: both see the same load
-            samples[name].append(measure_once(src, config, states.get(name), settle_s))
+            sample = measure_once(src, own.get(name, config), states.get(name), settle_s)
+            samples[name].append(sample)
     return {
         "config": str(config),
         "runs": runs,
@@ -239,6 +245,12 @@ def main() -> int:
         default=[],
         help="NAME=EXE: the interpreter for --src NAME (its own environment)",
     )
+    parser.add_argument(
+        "--tree-config",
+        action="append",
+        default=[],
+        help="NAME=FILE: the config (and so the state) for --src NAME, serve and CLI alike",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     options = parser.parse_args()
     states: dict[str, Path | None] = {"this": options.state_dir}
@@ -251,7 +263,13 @@ def main() -> int:
         if name not in sources or not exe:
             raise SystemExit(f"--python wants NAME=EXE for a --src NAME, got {spec!r}")
         PYTHONS[sources[name]] = exe
-    report = run(sources, options.config, states, options.runs)
+    configs: dict[str, Path] = {}
+    for spec in options.tree_config:
+        name, _, path = spec.partition("=")
+        if name not in sources or not path:
+            raise SystemExit(f"--tree-config wants NAME=FILE for a --src NAME, got {spec!r}")
+        configs[name] = Path(path).resolve()
+    report = run(sources, options.config, states, options.runs, configs=configs)
     print(json.dumps(report, indent=2) if options.json else markdown(report))
     return 0
 
