@@ -173,18 +173,16 @@ def measure(scale: str, state_dir: Path, queries: int, methods: list[str]) -> di
 def _time_discover(index: Any, cards: Any, tasks: list[str], method: str) -> dict[str, float]:
     """``method`` may end in ``+pooled`` (step vectors pooled from one model run) or
     ``+learning`` (learning from use on, its log full: :data:`LEARNED_TASKS` tasks)."""
-    from cartograph.index.discover import discover
-
     method, _, variant = method.partition("+")
     index.pooled_steps = variant == "pooled"
     reranker = _full_learning(index, cards) if variant == "learning" else None
     for task in tasks[:3]:
-        discover(index, cards, task, k=5, method=method, reranker=reranker)
+        discover_once(index, cards, task, method, reranker)
     times, cpu = [], []
     for task in tasks:
         forget_query_vectors()  # every timed task is first seen, as before the cache
         start, start_cpu = time.perf_counter(), time.process_time()
-        discover(index, cards, task, k=5, method=method, reranker=reranker)
+        discover_once(index, cards, task, method, reranker)
         times.append((time.perf_counter() - start) * 1000)
         cpu.append((time.process_time() - start_cpu) * 1000)
     times.sort()
@@ -200,6 +198,26 @@ def _time_discover(index: Any, cards: Any, tasks: list[str], method: str) -> dic
     }
 
 
+def discover_once(index: Any, cards: Any, task: str, method: str, reranker: Any = None) -> Any:
+    """``discover(..., k=5)``; ``reranker`` passed only when there is one (older trees
+    take no such argument), so any checkout since 0774969 can be measured."""
+    from cartograph.index.discover import discover
+
+    extra = {} if reranker is None else {"reranker": reranker}
+    return discover(index, cards, task, k=5, method=method, **extra)
+
+
+def best_similarity(ctx: Any) -> float:
+    """discover's confidence: ``QueryContext.best_similarity`` where the checkout has it,
+    else ``task_confidence`` (older trees)."""
+    best = getattr(ctx, "best_similarity", None)
+    if best is not None:
+        return float(best())
+    from cartograph.index.discover import task_confidence
+
+    return float(task_confidence(ctx))
+
+
 def forget_query_vectors() -> None:
     """Empty the query-vector LRU, where the measured checkout has one."""
     try:
@@ -213,14 +231,12 @@ def _repeated_ms(
     index: Any, cards: Any, tasks: list[str], method: str, reranker: Any
 ) -> dict[str, float]:
     """Each task asked twice in a row, the second timed: what a repeated task costs."""
-    from cartograph.index.discover import discover
-
     times, cpu = [], []
     for task in tasks:
         forget_query_vectors()
-        discover(index, cards, task, k=5, method=method, reranker=reranker)
+        discover_once(index, cards, task, method, reranker)
         start, start_cpu = time.perf_counter(), time.process_time()
-        discover(index, cards, task, k=5, method=method, reranker=reranker)
+        discover_once(index, cards, task, method, reranker)
         times.append((time.perf_counter() - start) * 1000)
         cpu.append((time.process_time() - start_cpu) * 1000)
     return {

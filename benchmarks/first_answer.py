@@ -2,7 +2,8 @@
 """Start to first answer: `cartograph serve` spawned → first `discover` answered, and the CLI.
 
     python benchmarks/first_answer.py --config demo/cartograph.toml [--runs 5]
-        [--src NAME=PATH ...] [--state-dir DIR] [--json]
+        [--src NAME=PATH ...] [--state NAME=DIR ...] [--python NAME=EXE ...]
+        [--tree-config NAME=FILE ...] [--state-dir DIR] [--json]
 
 What an agent waits for after its host launches the proxy: an SDK client
 (``mcp.Client`` over stdio, as a host would) spawns ``cartograph serve``,
@@ -19,7 +20,13 @@ checkout's ``src`` folder (e.g. ``git worktree add /tmp/old main~5``), with
 runs interleaved, so before and after share the machine's load. Without it,
 the checkout this script lives in is measured as ``this``. ``--state NAME=DIR``
 gives that checkout's ``serve`` its own state directory (keys and cards it
-bootstrapped itself: card formats differ between versions).
+bootstrapped itself: card formats differ between versions). ``--python
+NAME=EXE`` runs that checkout's children with another interpreter, one whose
+environment was built from that checkout's own lock (older trees import
+``httpx``, newer ones ``httpx2``); by default every tree shares this one's.
+``--tree-config NAME=FILE`` gives that checkout a config file of its own (its
+own ``state_dir``), which the CLI's ``discover`` reads too; ``--state`` only
+reaches ``serve``.
 """
 
 from __future__ import annotations
@@ -44,11 +51,19 @@ TASK = "what time is it in Tokyo"
 SETTLE_S = 3.0
 
 
+PYTHONS: dict[Path, str] = {}
+"""The interpreter per tree (``--python``); a tree not named runs with this one's."""
+
+
 def child_env(src: Path) -> dict[str, str]:
     """The environment for a child that imports ``cartograph`` from ``src``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(src)
     return env
+
+
+def python_for(src: Path) -> str:
+    return PYTHONS.get(src, sys.executable)
 
 
 def serve_args(config: Path, state_dir: Path | None) -> list[str]:
@@ -59,7 +74,7 @@ def serve_args(config: Path, state_dir: Path | None) -> list[str]:
 async def first_discover(src: Path, config: Path, state_dir: Path | None) -> dict[str, float]:
     """Milliseconds from spawn to ``initialize`` answered and to the first ``discover`` answer."""
     params = StdioServerParameters(
-        command=sys.executable,
+        command=python_for(src),
         args=serve_args(config, state_dir),
         cwd=str(ROOT),
         env=child_env(src),
@@ -70,6 +85,7 @@ async def first_discover(src: Path, config: Path, state_dir: Path | None) -> dic
             ready = time.perf_counter()
             result = await client.call_tool("discover", {"task": TASK, "k": 5})
             answered = time.perf_counter()
+            serve_cpu = serve_cpu_ms()
             if result.is_error:
                 raise RuntimeError(f"discover failed: {result.content}")
             status = await client.call_tool("status", {})
@@ -77,9 +93,29 @@ async def first_discover(src: Path, config: Path, state_dir: Path | None) -> dic
     return {
         "initialize_ms": (ready - start) * 1e3,
         "first_discover_ms": (answered - start) * 1e3,
+        "first_discover_cpu_ms": serve_cpu,
         "status_tokens": tokens(status),
         "status_detail_tokens": tokens(detail),
     }
+
+
+def serve_cpu_ms() -> float:
+    """CPU (user + system, every thread) the spawned ``serve`` has used so far.
+
+    Read from ``/proc`` for this process's child running ``serve`` (Linux):
+    unlike the wall time, it barely moves with the machine's load. 0 where
+    ``/proc`` cannot tell.
+    """
+    me, tick = os.getpid(), os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == me and b"serve" in cmdline.split(b"\0"):
+            return (int(fields[11]) + int(fields[12])) * 1e3 / tick
+    return 0.0
 
 
 def tokens(result: Any) -> float:
@@ -100,7 +136,7 @@ def timed_cli_cpu(src: Path, args: list[str]) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "cartograph.cli.main", *args],
+        [python_for(src), "-m", "cartograph.cli.main", *args],
         env=child_env(src),
         cwd=str(ROOT),
         capture_output=True,
@@ -115,9 +151,11 @@ def timed_cli_cpu(src: Path, args: list[str]) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def measure_once(src: Path, config: Path, state_dir: Path | None) -> dict[str, float]:
+def measure_once(
+    src: Path, config: Path, state_dir: Path | None, settle_s: float = SETTLE_S
+) -> dict[str, float]:
     sample = anyio.run(first_discover, src, config, state_dir)
-    time.sleep(SETTLE_S)  # let the proxy's upstream children finish exiting
+    time.sleep(settle_s)  # let the proxy's upstream children finish exiting
     # `discover` reads the config's state directory (older checkouts listed live servers).
     for key, args in (
         ("cli_discover", ["discover", TASK, "--config", str(config)]),
@@ -140,14 +178,22 @@ def summarise(samples: list[dict[str, float]]) -> dict[str, Any]:
 
 
 def run(
-    sources: dict[str, Path], config: Path, states: dict[str, Path | None], runs: int
+    sources: dict[str, Path],
+    config: Path,
+    states: dict[str, Path | None],
+    runs: int,
+    settle_s: float = SETTLE_S,
+    warm: bool = True,
+    configs: dict[str, Path] | None = None,
 ) -> dict[str, Any]:
-    for name, src in sources.items():
-        measure_once(src, config, states.get(name))  # warm: caches, index, OS page cache
+    own = configs or {}
+    for name, src in sources.items() if warm else ():  # caches, index, OS page cache
+        measure_once(src, own.get(name, config), states.get(name), settle_s)
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in sources}
     for _ in range(runs):
         for name, src in sources.items():  # interleaved: both see the same load
-            samples[name].append(measure_once(src, config, states.get(name)))
+            sample = measure_once(src, own.get(name, config), states.get(name), settle_s)
+            samples[name].append(sample)
     return {
         "config": str(config),
         "runs": runs,
@@ -193,13 +239,37 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        help="NAME=EXE: the interpreter for --src NAME (its own environment)",
+    )
+    parser.add_argument(
+        "--tree-config",
+        action="append",
+        default=[],
+        help="NAME=FILE: the config (and so the state) for --src NAME, serve and CLI alike",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     options = parser.parse_args()
     states: dict[str, Path | None] = {"this": options.state_dir}
     for spec in options.state:
         name, _, path = spec.partition("=")
         states[name] = Path(path).resolve()
-    report = run(sources_from(options.src), options.config, states, options.runs)
+    sources = sources_from(options.src)
+    for spec in options.python:
+        name, _, exe = spec.partition("=")
+        if name not in sources or not exe:
+            raise SystemExit(f"--python wants NAME=EXE for a --src NAME, got {spec!r}")
+        PYTHONS[sources[name]] = exe
+    configs: dict[str, Path] = {}
+    for spec in options.tree_config:
+        name, _, path = spec.partition("=")
+        if name not in sources or not path:
+            raise SystemExit(f"--tree-config wants NAME=FILE for a --src NAME, got {spec!r}")
+        configs[name] = Path(path).resolve()
+    report = run(sources, options.config, states, options.runs, configs=configs)
     print(json.dumps(report, indent=2) if options.json else markdown(report))
     return 0
 

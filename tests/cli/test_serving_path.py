@@ -8,6 +8,8 @@ nothing to serve is an error naming the command that fixes it (issue 12).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,3 +144,23 @@ def test_cards_none_of_which_verify_are_an_error_naming_cards_verify(bootstrappe
 
     assert code == EXIT_CARDS and exc == "no_verified_cards"
     assert "cartograph cards verify" in err and out == ""
+
+
+def test_a_discover_from_the_persisted_index_imports_no_build_only_module(
+    bootstrapped: Path,
+) -> None:
+    # bm25s (scipy, numpy.f2py), numpy.ma (np.unique) and jsonschema only build an
+    # index or check a call: ~0.5 s of CPU a restarted discover never needs.
+    run("discover", "add two integers", "--config", str(bootstrapped))  # persists the index
+    probe = (
+        "import json, sys\n"
+        "from cartograph.cli.main import main\n"
+        f"sys.argv = ['cartograph', 'discover', 'add', '--config', {str(bootstrapped)!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('bm25s', 'scipy', 'jsonschema', 'numpy.ma', 'numpy.f2py')\n"
+        "print(json.dumps([m for m in heavy if m in sys.modules]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == []

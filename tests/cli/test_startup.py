@@ -65,3 +65,15 @@ def test_the_upstream_package_still_exports_its_names_on_first_use() -> None:
 
     assert upstream.connect_federation is connect_federation
     assert upstream.UpstreamSession is UpstreamSession
+
+
+def test_the_first_discover_imports_nothing_only_building_or_calling_needs() -> None:
+    # What `serve` (stdio) and the CLI's discover import before their first
+    # answer: bm25s (scipy.sparse, numpy.f2py behind it) only builds a lexical
+    # index, jsonschema only checks a call's arguments or writes a card.
+    for code in (
+        "import cartograph.server.stdio",
+        "import cartograph.cli.retrieval, cartograph.index.discover, cartograph.index.serving",
+    ):
+        loaded = set(_modules_after(code))
+        assert sorted(m for m in ("bm25s", "scipy", "jsonschema") if m in loaded) == [], code

@@ -13,15 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
-
-import jsonschema
-from jsonschema.exceptions import SchemaError as JsonSchemaError
-from jsonschema.validators import validator_for
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from cartograph import error_codes as codes
 from cartograph.cards.model import ToolCard
 from cartograph.errors import ArgumentError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 META_KEYS: Final = ("server", "tool", "arguments")
 _SEPARATORS: Final = ("/", ".", ":")
@@ -160,6 +159,12 @@ def compile_validator(schema: Mapping[str, Any]) -> SchemaValidator | None:
     ``None`` when the schema cannot even be compiled; validation then defers to
     the upstream, as it does for schemas that only fail while validating.
     """
+    # Imported at the first call, not with the server: ~0.1 s of CPU that no
+    # `discover` needs, paid before a host's first answer otherwise.
+    import jsonschema
+    from jsonschema.exceptions import SchemaError as JsonSchemaError
+    from jsonschema.validators import validator_for
+
     try:
         cls = validator_for(schema, default=jsonschema.Draft202012Validator)
         validator: SchemaValidator = cls(schema)
@@ -210,6 +215,8 @@ def validate_arguments(
         validator = compile_validator(schema)
         if validator is None:
             return
+    from jsonschema.exceptions import SchemaError as JsonSchemaError  # loaded by compiling
+
     instance = arguments if isinstance(arguments, dict) else dict(arguments)
     try:
         errors = list(validator.iter_errors(instance))

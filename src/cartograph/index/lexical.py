@@ -5,6 +5,12 @@ with different reliability (a name is short and dense with meaning, an
 argument list names what the tool consumes), so each field gets its own BM25
 index and the rankers weight them. Server text gets an index of its own, one
 document per server, which is the server-level lexical evidence.
+
+``bm25s`` is imported only to build or save an index: a persisted one is read
+straight from bm25s's files (its postings and vocabulary), because importing
+bm25s pulls in scipy.sparse, whose numpy compatibility layer imports
+``numpy.f2py`` and ``numpy.ma``: ~0.6 s of CPU before `serve` or the CLI's
+``discover`` can answer from a snapshot that needs none of it.
 """
 
 from __future__ import annotations
@@ -12,13 +18,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import bm25s
 import numpy as np
 import numpy.typing as npt
 
 from cartograph.index.text import tokenize
+
+if TYPE_CHECKING:
+    import bm25s
 
 Scores = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -27,13 +35,19 @@ BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
 # bm25s cannot index an empty document; this token occurs in no query.
 _EMPTY_DOC: Final = "\x00"
+# bm25s's file names (``BM25.save``'s defaults), read here without bm25s.
+_VOCAB_FILE: Final = "vocab.index.json"
+_POSTINGS_FILES: Final = ("data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy")
+_NONOCCURRENCE_FILE: Final = "nonoccurrence_array.index.npy"
 
 
 class FieldIndex:
     """BM25 over one field of every document (one row per document)."""
 
     _size: int
-    _bm25: bm25s.BM25
+    _bm25: bm25s.BM25 | None
+    """The bm25s index when built here or scored by bm25s; None when read from its files."""
+    _vocabulary: dict[str, int]
     _postings: tuple[npt.NDArray[Any], ...]
 
     def __init__(
@@ -43,7 +57,8 @@ class FieldIndex:
         documents = tokens if tokens is not None else [tokenize(t) for t in texts]
         docs, ids, vocabulary = _pairs(documents)
         built = FieldIndex.from_pairs(docs, ids, vocabulary, len(documents))
-        self._size, self._bm25, self._postings = built._size, built._bm25, built._postings
+        self._size, self._bm25 = built._size, built._bm25
+        self._vocabulary, self._postings = built._vocabulary, built._postings
 
     @classmethod
     def from_pairs(
@@ -68,10 +83,13 @@ class FieldIndex:
         field has ~3M occurrences, and its build's peak memory is a few
         copies of them.
         """
+        return cls._of(_bm25(keys, vocabulary, size), size)
+
+    @classmethod
+    def _of(cls, bm25: bm25s.BM25, size: int) -> FieldIndex:
         out = cls.__new__(cls)
-        out._size = size
-        out._bm25 = _bm25(keys, vocabulary, size)
-        out._postings = _postings(out._bm25)
+        out._size, out._bm25 = size, bm25
+        out._vocabulary, out._postings = bm25.vocab_dict, _postings(bm25)
         return out
 
     @property
@@ -80,16 +98,34 @@ class FieldIndex:
 
     def save(self, folder: Path) -> None:
         """Write the index into ``folder`` (bm25s's own files; loaded memory-mapped)."""
-        self._bm25.save(str(folder), show_progress=False)
+        bm25 = self._bm25 if self._bm25 is not None else _bm25_of(self)
+        bm25.save(str(folder), show_progress=False)
 
     @classmethod
     def load(cls, folder: Path, size: int) -> FieldIndex:
-        """The index :meth:`save` wrote, its score arrays memory-mapped, not re-tokenised."""
+        """The index :meth:`save` wrote, its score arrays memory-mapped, not re-tokenised.
+
+        Read without bm25s (see the module docstring): the same arrays and
+        vocabulary ``bm25s.BM25.load(mmap=True)`` gives. A variant with a
+        non-occurrence term (never built here) is left to bm25s to load and score.
+        """
+        if (folder / _NONOCCURRENCE_FILE).exists():
+            import bm25s
+
+            return cls._of(bm25s.BM25.load(str(folder), mmap=True, show_progress=False), size)
         out = cls.__new__(cls)
-        out._size = size
-        out._bm25 = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
-        out._postings = _postings(out._bm25)
+        out._size, out._bm25 = size, None
+        out._vocabulary = json.loads((folder / _VOCAB_FILE).read_text(encoding="utf-8"))
+        out._postings = tuple(
+            np.asarray(np.load(folder / name, mmap_mode="r", allow_pickle=False))
+            for name in _POSTINGS_FILES
+        )
         return out
+
+    def _variant(self) -> bm25s.BM25 | None:
+        """The bm25s index when its scores are not a sum over postings (never built here)."""
+        bm25 = self._bm25
+        return bm25 if bm25 is not None and bm25.nonoccurrence_array is not None else None
 
     def scores(self, tokens: Sequence[str]) -> Scores:
         """BM25 of every document for ``tokens`` (zeros when nothing matches).
@@ -102,10 +138,10 @@ class FieldIndex:
         """
         if not tokens or not self._size:
             return np.zeros(self._size)
-        bm25 = self._bm25
-        if bm25.nonoccurrence_array is not None:  # a BM25 variant with a non-occurrence term
-            return np.asarray(bm25.get_scores(list(tokens)), dtype=np.float64)
-        vocabulary = bm25.vocab_dict
+        variant = self._variant()
+        if variant is not None:  # a BM25 variant with a non-occurrence term
+            return np.asarray(variant.get_scores(list(tokens)), dtype=np.float64)
+        vocabulary = self._vocabulary
         ids = [vocabulary[t] for t in tokens if t in vocabulary]
         if not ids:
             return np.zeros(self._size)
@@ -128,11 +164,11 @@ def weighted_scores(fields: Sequence[tuple[FieldIndex, float]], tokens: Sequence
     for index, weight in fields:
         if weight == 0.0 or not tokens or not index.size:
             continue
-        if index._bm25.nonoccurrence_array is not None:  # not a sum over postings
+        if index._variant() is not None:  # not a sum over postings
             documents.append(np.arange(index.size))
             values.append(weight * index.scores(tokens))
             continue
-        vocabulary = index._bm25.vocab_dict
+        vocabulary = index._vocabulary
         scores, documents_of, bounds = index._postings
         for i in (vocabulary[t] for t in tokens if t in vocabulary):
             start, stop = int(bounds[i]), int(bounds[i + 1])
@@ -282,7 +318,6 @@ def _split(distinct: IntArray, size: int, words: int) -> tuple[IntArray, IntArra
 
 def _bm25(keys: IntArray, vocabulary: Sequence[str], size: int) -> bm25s.BM25:
     """A bm25s index with its score matrix computed here (see :meth:`FieldIndex.from_pairs`)."""
-    bm25 = bm25s.BM25(k1=BM25_K1, b=BM25_B)
     step = max(size, 1)
     lengths = np.bincount(keys % step, minlength=size)
     empty = np.flatnonzero(lengths == 0)
@@ -300,13 +335,25 @@ def _bm25(keys: IntArray, vocabulary: Sequence[str], size: int) -> bm25s.BM25:
     scores = idf[tokens] * (tf / (norm + tf))
     del norm, tf
     indptr = np.concatenate(([0], np.cumsum(df.astype(np.int64))))
-    bm25.scores = {
-        "data": scores.astype(np.float32),
-        "indices": rows.astype(np.int32),
-        "indptr": indptr.astype(np.int64),
-        "num_docs": size,
-    }
-    bm25.vocab_dict = {words[int(t)]: i for i, t in enumerate(used)}
+    postings = (scores.astype(np.float32), rows.astype(np.int32), indptr.astype(np.int64))
+    return _bm25_with(postings, {words[int(t)]: i for i, t in enumerate(used)}, size)
+
+
+def _bm25_of(index: FieldIndex) -> bm25s.BM25:
+    """The bm25s index of one read from its files, to save it again."""
+    return _bm25_with(index._postings, dict(index._vocabulary), index.size)
+
+
+def _bm25_with(
+    postings: tuple[npt.NDArray[Any], ...], vocabulary: dict[str, int], size: int
+) -> bm25s.BM25:
+    """A bm25s ``lucene`` index holding these (scores, documents, bounds) postings."""
+    import bm25s
+
+    bm25 = bm25s.BM25(k1=BM25_K1, b=BM25_B)
+    data, indices, indptr = postings
+    bm25.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": size}
+    bm25.vocab_dict = vocabulary
     bm25.nonoccurrence_array = None
-    bm25.unique_token_ids_set = set(bm25.vocab_dict.values())
+    bm25.unique_token_ids_set = set(vocabulary.values())
     return bm25

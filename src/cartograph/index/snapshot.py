@@ -108,9 +108,10 @@ def _code_digest() -> str:
 
 
 def _bm25s_version() -> str:
-    import bm25s
+    # The installed distribution's version, without importing bm25s (scipy behind it).
+    from importlib.metadata import version
 
-    return str(bm25s.__version__)
+    return version("bm25s")
 
 
 def snapshot_key(

@@ -13,9 +13,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-import jsonschema
-from jsonschema.exceptions import SchemaError as JsonSchemaError
-
 from cartograph.cards.generators.publisher import Topic, publisher_sentences
 from cartograph.cards.generators.text import readable_words
 
@@ -61,6 +58,11 @@ def example_for(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def is_valid(instance: Any, schema: Mapping[str, Any]) -> bool:
     """Whether ``instance`` validates. Internal helper for building examples only."""
+    # Imported here: the index imports this package to read cards, and only
+    # writing a card needs jsonschema (~0.2 s of `serve`'s and `discover`'s start).
+    import jsonschema
+    from jsonschema.exceptions import SchemaError as JsonSchemaError
+
     try:
         validator_cls = jsonschema.validators.validator_for(schema)
         validator = validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER)

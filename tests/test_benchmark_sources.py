@@ -1,0 +1,70 @@
+"""The side-by-side benchmarks still run a tree through their ``--src`` path (issue 29).
+
+``benchmarks/first_answer.py`` and ``benchmarks/serving_scale.py`` compare
+checkouts by running each in a child process with that tree's ``src`` first on
+the path. That path is exercised nowhere else, so it rotted unnoticed once
+already (an argument older trees do not take). Here each runs this checkout's
+``src`` through it on a tiny input: the numbers are the benchmark's business,
+only that every figure arrives is checked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks import first_answer
+from typer.testing import CliRunner
+
+from cartograph.catalog.model import Catalog, ServerDef, ToolDef
+from cartograph.catalog.snapshot import save_catalog
+from cartograph.cli.main import build_app
+from tests.servers.support import scriptable, toml_for
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+# Imported by name at run time: the script imports its sibling scripts as
+# top-level modules (it runs as a script), which mypy cannot follow from here.
+serving_scale: Any = importlib.import_module("benchmarks.serving_scale")
+
+
+def _bootstrapped(tmp_path: Path) -> Path:
+    """An operator's state with one signed card, written from a snapshot (no upstream)."""
+    config = tmp_path / "cartograph.toml"
+    config.write_text(toml_for(tmp_path / "state", scriptable("calc")))
+    add = ToolDef.model_validate(
+        {
+            "name": "add",
+            "description": "Add two integers.",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}}},
+        }
+    )
+    save_catalog(Catalog(servers=(ServerDef(name="calc", tools=(add,)),)), tmp_path / "cat.json")
+    for command in (["keys", "init"], ["bootstrap", "--catalog", str(tmp_path / "cat.json")]):
+        result = CliRunner().invoke(build_app(), [*command, "--config", str(config)])
+        assert result.exit_code == 0, result.output
+    return config
+
+
+@pytest.mark.slow
+def test_first_answer_measures_a_tree_given_by_its_src_folder(tmp_path: Path) -> None:
+    config = _bootstrapped(tmp_path)
+
+    report = first_answer.run({"tree": SRC}, config, {}, runs=1, settle_s=0.0, warm=False)
+
+    figures = report["results"]["tree"]
+    for key in ("first_discover_ms", "first_discover_cpu_ms", "cli_discover_cpu_ms", "help_cpu_ms"):
+        assert figures[key]["median"] > 0, key
+
+
+@pytest.mark.slow
+def test_serving_scale_measures_a_tree_given_by_its_src_folder(tmp_path: Path) -> None:
+    report = serving_scale.run_all(
+        ["12"], tmp_path, 2, "hybrid", {"tree": SRC}, runs=1, agreement=False
+    )
+
+    (row,) = report["rows"]
+    assert (row["source"], row["tools"]) == ("tree", 12)
+    assert row["methods"]["hybrid"]["cpu_p50_ms"] > 0
+    assert row["rank_cpu_p50_ms"] > 0
