@@ -97,6 +97,7 @@ def expire(tmp_path: Path) -> TokenFile:
 
 
 @pytest.mark.anyio
+@pytest.mark.promise("P-AUTH-6")
 @pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
 async def test_a_preregistered_client_logs_in_and_refreshes_with_dcr_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
@@ -188,6 +189,7 @@ def test_a_preregistered_client_comes_before_a_metadata_document(tmp_path: Path)
     assert events(tmp_path) == [("authorization_code", CLIENT_ID)]
 
 
+@pytest.mark.promise("P-AUTH-6")
 def test_a_client_secret_written_in_the_config_is_refused(tmp_path: Path) -> None:
     config = write_config(
         tmp_path, "http://127.0.0.1:9/mcp", 9, f'client_id = "x"\nclient_secret = "{SECRET}"\n'
@@ -226,6 +228,7 @@ def test_a_missing_client_secret_is_refused_before_the_login_starts(tmp_path: Pa
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.promise("P-AUTH-6")
 def test_a_client_secret_is_one_of_the_operator_credentials(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
