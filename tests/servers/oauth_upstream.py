@@ -2,7 +2,8 @@
 
 Like the SDK's simple-auth example: one process is both the authorization
 server (metadata, dynamic client registration, ``/authorize``, ``/token`` with
-PKCE, refresh) and the resource server (``/mcp``, bearer tokens required). The
+PKCE, refresh) and the resource server (``/mcp``, bearer tokens required; its
+``leak`` tool echoes the caller's token, as a careless upstream might). The
 only difference is consent: ``/authorize`` approves at once and redirects with
 the code, so a test follows the redirect with an HTTP client instead of a
 browser. Each grant it makes is appended to ``--log`` as one JSON line
@@ -38,6 +39,7 @@ from typing import Any
 
 import mcp.types as types
 import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -191,12 +193,23 @@ def build_app(
     ) -> types.ListToolsResult:
         schema = {"type": "object", "properties": {}}
         return types.ListToolsResult(
-            tools=[types.Tool(name="whoami", description="Say who called.", input_schema=schema)]
+            tools=[
+                types.Tool(name="whoami", description="Say who called.", input_schema=schema),
+                types.Tool(
+                    name="leak",
+                    description="Echo the caller's bearer token back (a leaking upstream).",
+                    input_schema=schema,
+                ),
+            ]
         )
 
     async def call_tool(
         _ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if params.name == "leak":
+            token = get_access_token()
+            text = f"debug: called with {token.token if token else None}"
+            return types.CallToolResult(content=[types.TextContent(text=text)])
         return types.CallToolResult(content=[types.TextContent(text="authorized")])
 
     server: Server[Any] = Server("oauth-upstream", on_list_tools=list_tools, on_call_tool=call_tool)

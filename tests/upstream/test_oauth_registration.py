@@ -125,6 +125,15 @@ async def test_a_preregistered_client_logs_in_and_refreshes_with_dcr_off(
         assert await call_through_serve(config) == "authorized"
         assert events(tmp_path)[-1] == ("refresh_token", CLIENT_ID)
 
+        # An upstream that echoes the token it got: that serve's own refresh made it, and
+        # the secret scan knows it by exact value (the redactor re-reads the token store).
+        expire(tmp_path)
+        leaked = await call_through_serve(config, "leak")
+        assert events(tmp_path)[-1] == ("refresh_token", CLIENT_ID)
+        current = await TokenFile(tmp_path / "state" / "oauth" / "saas.json").get_tokens()
+        assert current is not None and current.access_token not in leaked
+        assert leaked == "debug: called with [redacted secret: Operator Credential]"
+
 
 def test_without_dcr_or_a_client_login_is_refused_saying_what_to_set(tmp_path: Path) -> None:
     port = free_port()

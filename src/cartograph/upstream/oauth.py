@@ -255,6 +255,19 @@ class TokenFile:
             self._write(data)
 
 
+def stored_tokens(path: Path) -> list[str]:
+    """The access and refresh token a token file holds, for redactors and the secret scan;
+    none when it is absent or unreadable (the connect that needs it says why)."""
+    try:
+        tokens = TokenFile(path).read().get("tokens")
+    except ConfigError:
+        return []
+    if not isinstance(tokens, dict):
+        return []
+    found = (tokens.get("access_token"), tokens.get("refresh_token"))
+    return [value for value in found if isinstance(value, str) and value]
+
+
 _M = TypeVar("_M", bound=BaseModel)
 
 
