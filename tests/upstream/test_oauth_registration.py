@@ -247,3 +247,27 @@ def test_a_client_secret_is_one_of_the_operator_credentials(
     config = load_config(write_config(tmp_path, "http://127.0.0.1:9/mcp", 9, oauth))
     scan = SecretScan.of(Redactor.from_config(config))
     assert scan.kinds({"note": f"the secret is {SECRET}"}) == ("Operator Credential",)
+
+
+def test_a_login_after_switching_to_a_preregistered_client_gets_its_own_tokens(
+    tmp_path: Path,
+) -> None:
+    """Tokens another client obtained cannot be refreshed by this one: the login drops them."""
+    port = free_port()
+    flags = ("--client", CLIENT_ID, "--redirect-uri", f"http://127.0.0.1:{port}/callback")
+    with authorization_server(tmp_path, *flags) as url:
+        login(write_config(tmp_path, url, port))
+        assert registration(tmp_path / "cartograph.toml") == "dynamic"
+        config = write_config(tmp_path, url, port, f'client_id = "{CLIENT_ID}"\n')
+        login(config)
+        assert registration(config) == "pre-registered"
+    assert events(tmp_path)[-1] == ("authorization_code", CLIENT_ID)
+
+
+def test_a_client_secret_gone_at_connect_fails_that_server_with_its_code(tmp_path: Path) -> None:
+    oauth = f'client_id = "{CLIENT_ID}"\nclient_secret_env = "SAAS_SECRET_NOT_SET_HERE"\n'
+    config = write_config(tmp_path, "http://127.0.0.1:9/mcp", free_port(), oauth)
+    done = cli("servers", "--json", "--config", str(config))
+    (server,) = json.loads(done.stdout)["servers"]
+    assert server["error"]["code"] == "oauth_client_secret_missing"
+    assert "SAAS_SECRET_NOT_SET_HERE" in server["error"]["message"]
