@@ -71,6 +71,7 @@ OAUTH_UNREACHABLE: Final = _code(
 OAUTH_BAD_RESPONSE: Final = _code(
     "oauth_bad_response", "an upstream's OAuth authorization server answered something not OAuth"
 )
+OAUTH_NO_REGISTRATION: Final = _code("oauth_no_registration", "no DCR and no client configured")
 UPSTREAM_UNAVAILABLE: Final = _code(
     "upstream_unavailable", "an upstream could not be started or reached"
 )
@@ -235,6 +236,8 @@ OAUTH_NO_STORE: Final = _code(
 OAUTH_STORE_CORRUPT: Final = _code(
     "oauth_store_corrupt", "the OAuth token store is not what Cartograph wrote"
 )
+OAUTH_BAD_CLIENT: Final = _code("oauth_bad_client", "oauth client settings that do not fit")
+OAUTH_CLIENT_SECRET_MISSING: Final = _code("oauth_client_secret_missing", "no client secret")
 BAD_OPTION: Final = _code(
     "bad_option", "a command-line option value is out of range or inconsistent"
 )

@@ -151,8 +151,8 @@ async def test_login_then_serve_calls_through_and_refreshes_an_expired_token(
     assert grants(log)[-2:] == ["revoke", "refresh_token"]
 
 
-async def call_through_serve(config: Path) -> str:
-    """`whoami` through a fresh `cartograph serve` (stdio), driven by the SDK client."""
+async def call_through_serve(config: Path, tool: str = "whoami") -> str:
+    """``tool`` through a fresh `cartograph serve` (stdio), driven by the SDK client."""
     params = StdioServerParameters(
         command=sys.executable,
         args=[*CLI[1:], "serve", "--unsafe-throwaway-key", "--config", str(config)],
@@ -161,7 +161,7 @@ async def call_through_serve(config: Path) -> str:
     with anyio.fail_after(90):
         async with Client(params) as client:
             result = await client.call_tool(
-                "call", {"server": "saas", "tool": "whoami", "arguments": {}}
+                "call", {"server": "saas", "tool": tool, "arguments": {}}
             )
     assert not result.is_error, result
     return "".join(getattr(b, "text", "") for b in result.content)

@@ -88,7 +88,8 @@ def login(
 
 @auth_app.command("status")
 def status(config: ConfigOption = None, json_out: JsonOption = False) -> None:
-    """Which OAuth servers have a stored token and when it expires (never the token)."""
+    """Which OAuth servers have a stored token, when it expires and which registration got it
+    (pre-registered, client-id-metadata-document or dynamic); never the token."""
     from cartograph.upstream.oauth import token_status
 
     cfg = _config(config)
@@ -98,12 +99,30 @@ def status(config: ConfigOption = None, json_out: JsonOption = False) -> None:
         return
     print_table(
         "OAuth upstreams",
-        ["server", "logged in", "refreshable", "expires in (s)", "store"],
+        ["server", "logged in", "refreshable", "expires in (s)", "registration", "store"],
         [
-            [r["server"], r["logged_in"], r["refreshable"], r["expires_in"], r["store"]]
+            [
+                r["server"],
+                r["logged_in"],
+                r["refreshable"],
+                r["expires_in"],
+                r["registration"] or "-",
+                r["store"],
+            ]
             for r in rows
         ],
     )
+
+
+@auth_app.command("client-metadata")
+def client_metadata(
+    server: Annotated[str, typer.Argument(help="The server, as named in the config.")],
+    config: ConfigOption = None,
+) -> None:
+    """Print SERVER's client ID metadata document, to serve at its oauth.client_metadata_url."""
+    from cartograph.upstream.oauth import metadata_document
+
+    print_json(metadata_document(oauth_server(_config(config), server)))
 
 
 @auth_app.command("logout")

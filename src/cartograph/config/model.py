@@ -21,6 +21,11 @@ from cartograph.config.catalog_rules import (
     check_explicit_prefix,
     check_members,
 )
+from cartograph.config.oauth import (
+    OAuthConfig,
+    check_oauth,
+    refuse_inline_secret,
+)
 from cartograph.config.secret_policy import SecretPolicy
 from cartograph.config.secrets import (
     header_secrets,
@@ -91,26 +96,6 @@ def infer_transport(command: object, url: object) -> Transport:
     return "stdio"
 
 
-DEFAULT_OAUTH_REDIRECT_PORT: Final = 33418
-"""The loopback port `cartograph auth login` listens on for the authorization redirect.
-
-Fixed by default: the redirect URI is registered with the authorization server once
-(dynamic client registration), so it must be the same at every login."""
-
-
-class OAuthConfig(_Section):
-    """Upstream OAuth 2.1 (authorization code + PKCE, dynamic client registration, refresh).
-
-    ``store`` is where the tokens and the client registration live (0600); the
-    loader fills in ``<state_dir>/oauth/<server>.json`` when it is not set.
-    """
-
-    scopes: tuple[str, ...] = ()
-    client_name: str = "Cartograph"
-    redirect_port: int = Field(default=DEFAULT_OAUTH_REDIRECT_PORT, ge=1, le=65535)
-    store: Path | None = None
-
-
 class ServerConfig(_Section):
     """One upstream MCP server.
 
@@ -144,6 +129,8 @@ class ServerConfig(_Section):
     @model_validator(mode="before")
     @classmethod
     def _transport_from_endpoint(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            refuse_inline_secret(data.get("name"), data)
         if isinstance(data, Mapping) and data.get("transport") is None:
             return {**data, "transport": infer_transport(data.get("command"), data.get("url"))}
         return data
@@ -153,6 +140,7 @@ class ServerConfig(_Section):
         """The invariants every server holds however it was built (file, import or code)."""
         check_server_name(self.name)
         self._check_endpoint()
+        check_oauth(self.name, self.oauth)
         return self
 
     def _check_endpoint(self) -> None:
@@ -190,7 +178,11 @@ class ServerConfig(_Section):
 
     def secret_values(self) -> list[str]:
         """Everything secret in this server's config, for redactors (config/secrets.py)."""
-        return [*secret_env_values(self.env, self.secret_env), *header_secrets(self.headers)]
+        return [
+            *secret_env_values(self.env, self.secret_env),
+            *header_secrets(self.headers),
+            *self.oauth.secret_values(self.name),
+        ]
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """The fields, with secret env values, every header value and URL passwords masked."""

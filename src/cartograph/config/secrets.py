@@ -12,8 +12,10 @@ what holds it says so:
 * any env value that is a URL carrying a password (``scheme://user:pass@host``);
 * every header value, and the credential part of ``Bearer …``/``Basic …``.
 
+An upstream OAuth client's secret (``oauth.client_secret_env`` / ``_file``) is one too.
 Tokens of ``[[http.tokens]]`` and the LLM API key are added by the redactor,
-which reads them from the environment.
+which reads them from the environment, and so are the stored upstream OAuth
+tokens, which it reads from the token stores whenever they change.
 """
 
 from __future__ import annotations

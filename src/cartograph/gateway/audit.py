@@ -23,6 +23,7 @@ import anyio
 from cartograph.config.model import Config
 from cartograph.echo import echoed, echoed_or_none
 from cartograph.fsutil import make_private_dirs
+from cartograph.upstream.oauth import stored_tokens
 
 MAX_SHAPE_DEPTH: Final = 4
 MAX_SHAPE_KEYS: Final = 50
@@ -61,16 +62,45 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-class Redactor:
-    """Replaces known secret values with a marker (which ones: ``config/secrets.py``)."""
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """What tells a changed file: its modification time and size; None when absent."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        unique = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
-        self._secrets = sorted(unique, key=len, reverse=True)
+
+class Redactor:
+    """Replaces known secret values with a marker (which ones: ``config/secrets.py``).
+
+    ``token_stores`` are upstream OAuth token files: their access and refresh tokens are
+    secrets too, and change while serving (a refresh rotates them), so each store is
+    read again whenever it changed on disk (a ``stat`` per use).
+    """
+
+    def __init__(self, secrets: Iterable[str] = (), token_stores: Iterable[Path] = ()) -> None:
+        self._fixed = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
+        self._stores = tuple(token_stores)
+        self._seen: tuple[tuple[int, int] | None, ...] = ()
+        self._secrets = sorted(self._fixed, key=len, reverse=True)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Re-read the token stores when one of them changed since the last look."""
+        if not self._stores:
+            return
+        seen = tuple(_stamp(path) for path in self._stores)
+        if seen == self._seen:
+            return
+        live = {t for path in self._stores for t in stored_tokens(path)}
+        unique = self._fixed | {t for t in live if len(t) >= MIN_SECRET_LENGTH}
+        self._secrets, self._seen = sorted(unique, key=len, reverse=True), seen
 
     @classmethod
     def from_config(cls, config: Config) -> Redactor:
         values: list[str] = []
+        stores = [s.oauth.store for s in config.servers if s.auth == "oauth" and s.oauth.store]
         for server in config.servers:
             values.extend(server.secret_values())
         for token in config.http.tokens:
@@ -80,19 +110,22 @@ class Redactor:
         llm_key = os.environ.get(config.cards.llm.api_key_env)
         if llm_key:
             values.append(llm_key)
-        return cls(values)
+        return cls(values, [path for path in stores if path is not None])
 
     @property
     def values(self) -> tuple[str, ...]:
         """The secret values themselves, longest first (the secret scan looks for each)."""
+        self._refresh()
         return tuple(self._secrets)
 
     @property
     def empty(self) -> bool:
         """True when there is nothing to redact, so callers can skip the walk."""
+        self._refresh()
         return not self._secrets
 
     def __call__(self, text: str) -> str:
+        self._refresh()
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)

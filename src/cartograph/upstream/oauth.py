@@ -49,6 +49,7 @@ from pydantic import AnyUrl, BaseModel, ValidationError
 
 from cartograph import error_codes as codes
 from cartograph.config.model import ServerConfig
+from cartograph.config.oauth import Registration
 from cartograph.errors import (
     ConfigError,
     OAuthLoginRequired,
@@ -80,6 +81,10 @@ class _NoSdkTracebacks(logging.Filter):
 
 
 logging.getLogger(SDK_OAUTH_LOGGER).addFilter(_NoSdkTracebacks())
+
+_NOT_OFFERED: Final = frozenset({401, 403, 404, 405})
+"""A registration endpoint's answers that say there is none to use (a 400 is an OAuth error
+about the request, which the SDK reports)."""
 
 _STEPS: Final[tuple[tuple[str, str, type[BaseModel]], ...]] = (
     (
@@ -160,10 +165,22 @@ def store_path(cfg: ServerConfig) -> Path:
 
 
 class TokenFile:
-    """The SDK's ``TokenStorage`` over one private JSON file (tokens, expiry, registration)."""
+    """The SDK's ``TokenStorage`` over one private JSON file (tokens, expiry, registration).
 
-    def __init__(self, path: Path) -> None:
+    With a pre-registered ``client`` (from the config), that client is the one the SDK
+    gets, before any stored registration, and its secret is never written to the file.
+    Each token set is stored with the registration and client id it was obtained with.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        client: OAuthClientInformationFull | None = None,
+        metadata_url: str | None = None,
+    ) -> None:
         self.path = path
+        self.client = client
+        self.metadata_url = metadata_url
 
     def read(self) -> dict[str, Any]:
         if not self.path.exists():
@@ -194,21 +211,61 @@ class TokenFile:
         data = self.read()
         data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
         data["expires_at"] = time.time() + tokens.expires_in if tokens.expires_in else None
+        data["registration"], data["client_id"] = self._registration(data)
         self._write(data)
 
+    def _registration(self, data: dict[str, Any]) -> tuple[Registration | None, str | None]:
+        """Which way the client in use got its id, and the id (what `auth status` shows)."""
+        if self.client is not None:
+            return "pre-registered", self.client.client_id
+        return self.stored_registration(data)
+
+    def stored_registration(self, data: dict[str, Any]) -> tuple[Registration | None, str | None]:
+        """The stored client's way and id (a dynamic registration, or a metadata document)."""
+        stored = data.get("client")
+        client_id = stored.get("client_id") if isinstance(stored, dict) else None
+        if not isinstance(client_id, str):
+            return None, None
+        cimd = self.metadata_url is not None and client_id == self.metadata_url
+        return ("client-id-metadata-document" if cimd else "dynamic"), client_id
+
     async def get_client_info(self) -> OAuthClientInformationFull | None:
+        if self.client is not None:
+            return self.client
         raw = self.read().get("client")
         return _parsed(OAuthClientInformationFull, raw, self.path)
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         data = self.read()
         data["client"] = client_info.model_dump(mode="json", exclude_none=True)
+        data["client_kind"] = self._registration({"client": data["client"]})[0]
         self._write(data)
 
     def forget_client(self) -> None:
         """Drop the registration (and its tokens): the next login registers afresh."""
         if self.path.exists():
             self._write({})
+
+    def forget_tokens(self) -> None:
+        """Drop the tokens, keeping a registration: they belong to another client."""
+        data = self.read()
+        for key in ("tokens", "expires_at", "registration", "client_id"):
+            data.pop(key, None)
+        if self.path.exists():
+            self._write(data)
+
+
+def stored_tokens(path: Path) -> list[str]:
+    """The access and refresh token a token file holds, for redactors and the secret scan;
+    none when it is absent or unreadable (the connect that needs it says why)."""
+    try:
+        tokens = TokenFile(path).read().get("tokens")
+    except ConfigError:
+        return []
+    if not isinstance(tokens, dict):
+        return []
+    found = (tokens.get("access_token"), tokens.get("refresh_token"))
+    return [value for value in found if isinstance(value, str) and value]
 
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -231,10 +288,11 @@ def _parsed(model: type[_M], raw: Any, path: Path) -> _M | None:
 class _Provider(OAuthClientProvider):
     """The SDK's provider, with the access token's expiry restored from the token file."""
 
-    def __init__(self, store: TokenFile, server: str, **options: Any) -> None:
+    def __init__(self, store: TokenFile, server: str, redirect: str, **options: Any) -> None:
         super().__init__(storage=store, **options)
         self._store = store
         self._server = server
+        self._redirect = redirect
         self._endpoint = httpx2.URL(self.context.server_url)
         self._fault: UpstreamUnavailable | None = None
 
@@ -264,7 +322,11 @@ class _Provider(OAuthClientProvider):
             outgoing = await self._step(flow.__anext__(), request)
             retried = False
             while True:
+                if self._registers(outgoing, request):
+                    self._refuse_unoffered_registration()
                 response = yield outgoing
+                if self._registers(outgoing, request) and response.status_code in _NOT_OFFERED:
+                    self._fault = self._no_registration(f"it answered HTTP {response.status_code}")
                 if outgoing is not request and self._fault is None:
                     found = await _fault_of(outgoing, response)
                     if found is not None:
@@ -290,6 +352,48 @@ class _Provider(OAuthClientProvider):
         finally:
             await flow.aclose()
 
+    def _registers(self, outgoing: httpx2.Request, request: httpx2.Request) -> bool:
+        """Whether ``outgoing`` is dynamic client registration: the one POST of the flow
+        made while it has no client (a token request always has one)."""
+        return (
+            outgoing is not request
+            and outgoing.method == "POST"
+            and self.context.client_info is None
+        )
+
+    def _refuse_unoffered_registration(self) -> None:
+        """Refuse, before sending it, a registration the server's metadata does not offer.
+
+        With no pre-registered client, and no client ID metadata document the server
+        accepts, the SDK falls back to dynamic registration, at a guessed ``/register``
+        when the metadata names no endpoint: a server that publishes metadata without
+        one does not offer it (RFC 8414), and the operator must configure a client.
+        """
+        metadata = self.context.oauth_metadata
+        if metadata is not None and metadata.registration_endpoint is None:
+            raise self._no_registration("its metadata names no registration_endpoint")
+
+    def _no_registration(self, why: str) -> UpstreamUnavailable:
+        metadata = self.context.oauth_metadata
+        cimd = metadata is not None and metadata.client_id_metadata_document_supported is True
+        origin = str(metadata.issuer) if metadata is not None else self.context.server_url
+        other = (
+            "it accepts client ID metadata documents, so oauth.client_metadata_url (an "
+            "https:// URL serving `cartograph auth client-metadata` output) is another way"
+            if cimd
+            else "it does not accept client ID metadata documents either"
+        )
+        return UpstreamUnavailable(
+            f"upstream {self._server!r}: its authorization server {origin} offers no dynamic "
+            f"client registration ({why}); {other}. Register a client with the provider "
+            f"(redirect URI {self._redirect}) and set oauth.client_id, with "
+            "oauth.client_secret_env or oauth.client_secret_file for a confidential client, "
+            f"in [servers.{self._server}]",
+            code=codes.OAUTH_NO_REGISTRATION,
+            server=self._server,
+            authorization_server=origin,
+        )
+
     async def _step(self, step: Awaitable[httpx2.Request], last: httpx2.Request) -> httpx2.Request:
         """The SDK flow's next request, given the answer to ``last``; a failure to go on
         is raised as the authorization server's when one of its answers was the cause."""
@@ -308,6 +412,27 @@ class _Provider(OAuthClientProvider):
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:200] if text else type(exc).__name__
+
+
+def token_file(cfg: ServerConfig) -> TokenFile:
+    """``cfg``'s token store, holding its pre-registered client (secret read now) if any."""
+    return TokenFile(store_path(cfg), preregistered(cfg), cfg.oauth.client_metadata_url)
+
+
+def preregistered(cfg: ServerConfig) -> OAuthClientInformationFull | None:
+    """The client the operator registered with the provider (``oauth.client_id``), if any."""
+    oauth = cfg.oauth
+    if oauth.client_id is None:
+        return None
+    return OAuthClientInformationFull(
+        client_id=oauth.client_id,
+        client_secret=oauth.client_secret(cfg.name),
+        token_endpoint_auth_method=oauth.auth_method,
+        redirect_uris=[AnyUrl(redirect_uri(cfg))],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        scope=" ".join(oauth.scopes) or None,
+    )
 
 
 def client_metadata(cfg: ServerConfig) -> OAuthClientMetadata:
@@ -334,7 +459,11 @@ def oauth_auth(
     never registers a client it cannot use.
     """
     assert cfg.url is not None
-    store = TokenFile(store_path(cfg))
+    store_path(cfg)
+    try:
+        store = token_file(cfg)
+    except ConfigError as exc:  # a secret gone since load: this server fails, not the federation
+        raise UpstreamUnavailable(str(exc), code=exc.code, server=cfg.name) from None
     if redirect is None and not store.read().get("tokens"):
         raise _login_required(cfg)
 
@@ -347,8 +476,10 @@ def oauth_auth(
     return _Provider(
         store,
         cfg.name,
+        redirect_uri(cfg),
         server_url=cfg.url,
         client_metadata=client_metadata(cfg),
+        client_metadata_url=cfg.oauth.client_metadata_url,
         redirect_handler=redirect or needs_login,
         callback_handler=callback or no_callback,
     )
@@ -359,6 +490,25 @@ def _login_required(cfg: ServerConfig) -> OAuthLoginRequired:
         f"upstream {cfg.name!r} needs an OAuth login: run `cartograph auth login {cfg.name}`",
         server=cfg.name,
     )
+
+
+def metadata_document(cfg: ServerConfig) -> dict[str, Any]:
+    """The client ID metadata document to serve at ``oauth.client_metadata_url``.
+
+    Its ``client_id`` is that URL, its redirect URI the loopback one `auth login` listens
+    on; a public client (PKCE, no secret), as a document anyone can read must describe.
+    """
+    url = cfg.oauth.client_metadata_url
+    if url is None:
+        raise ConfigError(
+            f"server {cfg.name!r}: no oauth.client_metadata_url is set; set it to the https:// "
+            "URL the document will be served at",
+            code=codes.OAUTH_BAD_CLIENT,
+            server=cfg.name,
+            key="oauth.client_metadata_url",
+        )
+    body = client_metadata(cfg).model_dump(mode="json", exclude_none=True)
+    return {"client_id": url, **body}
 
 
 def token_status(cfg: ServerConfig) -> dict[str, Any]:
@@ -374,5 +524,7 @@ def token_status(cfg: ServerConfig) -> dict[str, Any]:
         if isinstance(expires_at, int | float)
         else None,
         "registered": bool(data.get("client")),
+        "registration": data.get("registration"),
+        "client_id": data.get("client_id"),
         "store": str(store_path(cfg)),
     }

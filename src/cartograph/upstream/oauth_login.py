@@ -25,7 +25,7 @@ from cartograph.upstream.oauth import (
     TokenFile,
     oauth_auth,
     redirect_uri,
-    store_path,
+    token_file,
 )
 from cartograph.upstream.session import UpstreamSession
 
@@ -43,7 +43,7 @@ async def login(cfg: ServerConfig, *, announce: Announce, open_browser: bool = T
     The loopback listener is up before the URL is shown, so the redirect cannot
     arrive too early. Raises :class:`UpstreamError` when the flow fails.
     """
-    store = TokenFile(store_path(cfg))
+    store = token_file(cfg)  # a pre-registered client's secret is read (or refused) here
     _drop_stale_registration(store, cfg)
     received: list[AuthorizationCodeResult] = []
     arrived = anyio.Event()
@@ -62,6 +62,7 @@ async def login(cfg: ServerConfig, *, announce: Announce, open_browser: bool = T
         received.append(result)
         arrived.set()
 
+    auth = oauth_auth(cfg, redirect=redirect, callback=callback)
     listener = await anyio.create_tcp_listener(
         local_host="127.0.0.1", local_port=cfg.oauth.redirect_port
     )
@@ -69,7 +70,7 @@ async def login(cfg: ServerConfig, *, announce: Announce, open_browser: bool = T
     async with listener, anyio.create_task_group() as group:
         group.start_soon(listener.serve, _callback_handler(on_code))
         try:
-            await _connect_once(cfg, oauth_auth(cfg, redirect=redirect, callback=callback))
+            await _connect_once(cfg, auth)
         except UpstreamError as exc:  # raised as itself, not inside the group's ExceptionGroup
             failure = exc
         finally:
@@ -90,10 +91,27 @@ async def _connect_once(cfg: ServerConfig, auth: httpx2.Auth) -> None:
 
 
 def _drop_stale_registration(store: TokenFile, cfg: ServerConfig) -> None:
-    """A registration for another redirect URI (the port changed) cannot be used: re-register."""
-    client = store.read().get("client")
-    if isinstance(client, dict) and redirect_uri(cfg) not in (client.get("redirect_uris") or []):
+    """Drop what this login cannot use, so that it starts from what the config says.
+
+    A stored client for another redirect URI (the port changed), or a metadata document
+    at another URL, is dropped: the login gets a client afresh. Tokens obtained by
+    another client than the one this login uses (``oauth.client_id`` was set, changed
+    or removed) are dropped too: no other client can refresh them.
+    """
+    data = store.read()
+    client = data.get("client")
+    if isinstance(client, dict) and (
+        redirect_uri(cfg) not in (client.get("redirect_uris") or [])
+        or (
+            data.get("client_kind") == "client-id-metadata-document"
+            and client.get("client_id") != cfg.oauth.client_metadata_url
+        )
+    ):
         store.forget_client()
+        data = store.read()
+    using = cfg.oauth.client_id or store.stored_registration(data)[1]
+    if data.get("tokens") and data.get("client_id") != using:
+        store.forget_tokens()
 
 
 def _callback_handler(
