@@ -47,7 +47,7 @@ async def test_run_is_listed_only_where_code_mode_is_on(tmp_path: Path) -> None:
     async with code_mode(tmp_path / "on", notes()) as on:
         assert [t.name for t in on.list_tools()] == ["discover", "status", "call", "run"]
         assert "`run` runs a program" in on.instructions()
-    from cartograph.server.runtime import CatalogRuntime
+    from cartograph.server.runtime.catalog import CatalogRuntime
 
     config = config_for(tmp_path / "off", notes())
     runtime = await CatalogRuntime.start(config, config.servers, unsafe_throwaway_key=True)

@@ -188,7 +188,7 @@ async def test_a_disabled_tool_is_neither_served_nor_callable_through_serve(
 
 
 def test_connect_edits_a_vscode_file_without_losing_its_comments(tmp_path: Path) -> None:
-    from cartograph.server.clients import ServerSpec, install_entry, remove_entries
+    from cartograph.cli.client_files import ServerSpec, install_entry, remove_entries
 
     target = tmp_path / ".vscode" / "mcp.json"
     target.parent.mkdir()

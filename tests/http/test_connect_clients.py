@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from typer.testing import CliRunner
 
-from cartograph.cli.http_client import PROJECT_FILE
+from cartograph.cli.connect import PROJECT_FILE
 from cartograph.cli.main import build_app
 from tests.http.support import assemble, serving
 from tests.servers.serving import serve_http

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
 from tests.servers.support import config_for, scriptable
 
 TASK = "increment the session counter"

@@ -14,7 +14,7 @@ from mcp.types import CallToolResult
 from cartograph.config.model import ServerConfig
 from cartograph.gateway.results import error_code
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
 from tests.servers.support import config_for
 
 

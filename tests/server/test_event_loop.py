@@ -25,7 +25,7 @@ from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.http._audit import HttpAudit
 from cartograph.server.routed import RoutedHandlers
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
 from tests.http.support import Ledger, RecordingSurface
 from tests.server.support import call, code, text
 from tests.servers.support import config_for, scriptable

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cartograph.config.loader import load_config
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
 from tests.servers.support import scriptable, toml_for
 
 

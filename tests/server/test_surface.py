@@ -11,9 +11,9 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cartograph.cli.client_files import ServerSpec, install_entry, render_entry
 from cartograph.error_codes import REGISTRY
 from cartograph.gateway.results import error_code
-from cartograph.server.clients import ServerSpec, install_entry, render_entry
 from cartograph.server.tools import PROXY_TOOLS, proxy_tool
 from tests.server.support import running
 from tests.servers.support import scriptable

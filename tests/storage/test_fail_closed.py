@@ -13,7 +13,7 @@ import pytest
 
 from cartograph.config.model import StorageConfig
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
 from cartograph.storage import audit as audit_module
 from tests.server.support import code, text
 from tests.servers.postgres import Postgres

@@ -52,7 +52,7 @@ from cartograph.server.passthrough import (
     split_resource_uri,
 )
 from cartograph.server.pending import PendingRecord
-from cartograph.server.runtime import CatalogRuntime, policy_allows
+from cartograph.server.runtime.catalog import CatalogRuntime, policy_allows
 from cartograph.telemetry import annotate
 
 _R = TypeVar("_R")

@@ -60,7 +60,7 @@ from cartograph.server.passthrough import (
     ChangeListener,
     UpdateListener,
 )
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
 from cartograph.server.tools import CALL, DISCOVER, MAX_K, RUN, STATUS, exposed_tools, proxy_tool
 from cartograph.telemetry import annotate, finish, span
 from cartograph.telemetry.spans import OUTCOME_OK

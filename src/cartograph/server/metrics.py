@@ -3,7 +3,7 @@
 Counted as calls finish (:func:`observe`, fed by ``ProxyHandlers`` with the
 same facts its audit record holds): proxy calls, errors and latency per
 catalog, proxy tool, server and tool; ``discover`` latency and abstentions.
-Read at scrape time from every live :class:`~cartograph.server.runtime.CatalogRuntime`
+Read at scrape time from every live :class:`~cartograph.server.runtime.catalog.CatalogRuntime`
 (:class:`_RuntimeCollector`): upstream health, breaker state, pooled
 sessions, in-flight calls, verified cards, drifted and servable tools, and
 the audit sink's spool.
@@ -29,7 +29,7 @@ from cartograph.server.tools import ALL_PROXY_TOOLS
 
 
 class CatalogRuntime(Protocol):
-    """What the gauges read from a runtime (``cartograph.server.runtime.CatalogRuntime``)."""
+    """What the gauges read from a runtime (:class:`~cartograph.server.runtime.CatalogRuntime`)."""
 
     name: str
     cards: Any

@@ -50,13 +50,13 @@ from cartograph.index.serving import (
 )
 from cartograph.index.serving import policy_allows as policy_allows  # content_handlers imports it
 from cartograph.server import metrics
-from cartograph.server.catalog_status import CatalogFacts, catalog_status
-from cartograph.server.content_passthrough import ContentPassthrough
-from cartograph.server.drift_tracker import DriftTracker
 from cartograph.server.input_forwarding import answering, input_gate
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import CatalogContent
-from cartograph.server.serving_index import ServingIndex, ToolKey
+from cartograph.server.runtime.catalog_status import CatalogFacts, catalog_status
+from cartograph.server.runtime.content_passthrough import ContentPassthrough
+from cartograph.server.runtime.drift_tracker import DriftTracker
+from cartograph.server.runtime.serving_index import ServingIndex, ToolKey
 from cartograph.storage import open_audit, open_usage_store
 
 if TYPE_CHECKING:

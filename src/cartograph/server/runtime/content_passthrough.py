@@ -1,8 +1,8 @@
 """A catalog runtime's resource and prompt passthrough: list, read, render, bounded.
 
-Split out of :mod:`cartograph.server.runtime` so that the runtime module keeps
+Split out of :mod:`cartograph.server.runtime.catalog` so that the runtime module keeps
 to cards, drift, index and calls. :class:`ContentPassthrough` is a mixin of
-:class:`~cartograph.server.runtime.CatalogRuntime`: it uses the runtime's
+:class:`~cartograph.server.runtime.catalog.CatalogRuntime`: it uses the runtime's
 config, servers, cards, listings and gateway, declared below for the type
 checker, and adds no state of its own.
 """
