@@ -28,7 +28,7 @@ from cartograph import error_codes as codes
 from cartograph.server.tools import ALL_PROXY_TOOLS
 
 
-class CatalogRuntime(Protocol):
+class MeteredCatalog(Protocol):
     """What the gauges read from a runtime (:class:`~cartograph.server.runtime.CatalogRuntime`)."""
 
     name: str
@@ -147,15 +147,15 @@ def _upstream_labels(
     return server, tool if known(server, tool) else UNKNOWN
 
 
-_RUNTIMES: weakref.WeakSet[CatalogRuntime] = weakref.WeakSet()
+_RUNTIMES: weakref.WeakSet[MeteredCatalog] = weakref.WeakSet()
 
 
-def track(runtime: CatalogRuntime) -> None:
+def track(runtime: MeteredCatalog) -> None:
     """Report ``runtime``'s health at every scrape until it closes (or is collected)."""
     _RUNTIMES.add(runtime)
 
 
-def untrack(runtime: CatalogRuntime) -> None:
+def untrack(runtime: MeteredCatalog) -> None:
     _RUNTIMES.discard(runtime)
 
 
@@ -188,7 +188,7 @@ def _gauge(name: str, documentation: str, per_server: bool) -> GaugeMetricFamily
     return GaugeMetricFamily(f"cartograph_{name}", documentation, labels=labels)
 
 
-def _read(runtime: CatalogRuntime, gauges: dict[str, GaugeMetricFamily]) -> None:
+def _read(runtime: MeteredCatalog, gauges: dict[str, GaugeMetricFamily]) -> None:
     status = runtime.status()
     catalog = runtime.name
     for server in status["servers"]:
