@@ -101,9 +101,9 @@ class ContentHandlers:
         client = client if client is not None else current_client()
         runtime = self.runtime
         send = (
-            runtime.subscribe_resource
+            runtime.passthrough.subscribe_resource
             if method == "resources/subscribe"
-            else runtime.unsubscribe_resource
+            else runtime.passthrough.unsubscribe_resource
         )
 
         async def run() -> None:
@@ -132,7 +132,7 @@ class ContentHandlers:
     def list_resources(self) -> list[Resource]:
         return [
             r.model_copy(update={"uri": resource_uri(self.catalog, server, uri)})
-            for server, listing in self.runtime.content_listings()
+            for server, listing in self.runtime.passthrough.content_listings()
             for r in listing.resources
             if (uri := self._listed("resources", server, r.uri)) is not None
         ]
@@ -140,7 +140,7 @@ class ContentHandlers:
     def list_resource_templates(self) -> list[ResourceTemplate]:
         return [
             t.model_copy(update={"uri_template": resource_uri(self.catalog, server, uri)})
-            for server, listing in self.runtime.content_listings()
+            for server, listing in self.runtime.passthrough.content_listings()
             for t in listing.templates
             if (uri := self._listed("resources", server, t.uri_template)) is not None
         ]
@@ -148,7 +148,7 @@ class ContentHandlers:
     def list_prompts(self) -> list[Prompt]:
         return [
             p.model_copy(update={"name": prompt_name(server, p.name, self.tool_prefix)})
-            for server, listing in self.runtime.content_listings()
+            for server, listing in self.runtime.passthrough.content_listings()
             for p in listing.prompts
             if self._listed("prompts", server, p.name) is not None
         ]
@@ -163,7 +163,7 @@ class ContentHandlers:
         async def read() -> ReadResourceResult:
             server, upstream = self._resource_target(uri, record)
             self._refuse_secrets(record, upstream, "this resource read", server)
-            result = await self.runtime.read_resource(
+            result = await self.runtime.passthrough.read_resource(
                 server, upstream, principal=principal, client=client
             )
             result, record.secrets["result"] = self._scan.read_result(result, redact=self._redact)
@@ -209,7 +209,7 @@ class ContentHandlers:
         async def get() -> GetPromptResult:
             server, prompt = self._prompt_target(name, record)
             self._refuse_secrets(record, [prompt, arguments], f"prompt {server}/…", server)
-            result = await self.runtime.get_prompt(
+            result = await self.runtime.passthrough.get_prompt(
                 server, prompt, arguments, principal=principal, client=client
             )
             result, record.secrets["result"] = self._scan.prompt_result(result, redact=self._redact)
@@ -238,7 +238,7 @@ class ContentHandlers:
 
         async def complete() -> CompleteResult:
             server, upstream_ref = self._completion_target(ref, record)
-            return await self.runtime.complete(
+            return await self.runtime.passthrough.complete(
                 server,
                 upstream_ref,
                 argument,

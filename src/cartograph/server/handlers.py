@@ -146,7 +146,7 @@ class ProxyHandlers(ContentHandlers):
     async def release_client(self, client: str) -> None:
         """A downstream client (an HTTP MCP session) ended: release its resource
         subscriptions, then close its upstream sessions."""
-        await self.runtime.release_subscriptions(client)
+        await self.runtime.passthrough.release_subscriptions(client)
         await self.runtime.gateway.release(client)
 
     async def close_upstreams(self) -> None:

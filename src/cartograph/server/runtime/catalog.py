@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class CatalogRuntime(ContentPassthrough):
+class CatalogRuntime:
     """A catalog's cards, drift state, index and gateway (see module docstring)."""
 
     def __init__(
@@ -115,6 +115,15 @@ class CatalogRuntime(ContentPassthrough):
             redactor=self.redactor,
             share_sessions=share_sessions,
         )
+        self.passthrough = ContentPassthrough(
+            name=name,
+            config=config,
+            servers=self.servers,
+            cards=lambda: self.cards,
+            content=self.content,
+            gateway=self.gateway,
+        )
+        """Resources, prompts, completion and subscriptions through the gateway."""
         self.validators = SchemaValidators()
         """Each tool's compiled input-schema validator, for the call pipeline's ``validate``."""
         self._maintenance: asyncio.Task[None] | None = None
