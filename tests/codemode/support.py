@@ -14,8 +14,8 @@ from cartograph.codemode import RunId, RunReport, Sandbox, SandboxTool, run_prog
 from cartograph.config.model import CatalogPolicy, CodeModeConfig, ServerConfig
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.runtime.catalog import CatalogRuntime
+from tests.helpers.support import config_for, scriptable
 from tests.server.support import wait_until
-from tests.servers.support import config_for, scriptable
 
 CallHook = Callable[[str, str, dict[str, Any]], Awaitable[CallToolResult]]
 

@@ -19,8 +19,8 @@ from cartograph.config.model import CatalogPolicy
 from cartograph.gateway.audit import AuditRecord, kept_records
 from cartograph.server.handlers import ProxyHandlers
 from tests.codemode.support import code_mode, notes, run_tool
+from tests.helpers.support import config_for, scriptable
 from tests.server.support import call, code, text, until_drift
-from tests.servers.support import config_for, scriptable
 
 WORDS_OF_TWO_NOTES = """
 names = (await notes.list_notes())["notes"]

@@ -22,8 +22,8 @@ from cartograph.cli.serve import pick_catalog
 from cartograph.config.loader import load_config
 from cartograph.errors import ConfigError
 from cartograph.index.serving import policy_allows
+from tests.helpers.support import SCRIPTABLE
 from tests.server.test_stdio_e2e import serve_params, text
-from tests.servers.support import SCRIPTABLE
 
 FILES = Path(__file__).parent / "client_files"
 runner = CliRunner()

@@ -12,7 +12,7 @@ browser. Each grant it makes is appended to ``--log`` as one JSON line
 protected-resource metadata (one that is down, or answers garbage), while it keeps
 verifying its own tokens: the attack tests' way to break only the authorization server.
 
-Run: ``python tests/servers/oauth_upstream.py --port P --log F [--token-ttl S] [--issuer URL]``.
+Run: ``python tests/helpers/oauth_upstream.py --port P --log F [--token-ttl S] [--issuer URL]``.
 """
 
 from __future__ import annotations

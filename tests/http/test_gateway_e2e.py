@@ -29,6 +29,7 @@ from cartograph.config.model import (
 )
 from cartograph.gateway.audit import kept_records
 from cartograph.server.http import ServedApp, http_app
+from tests.helpers.scriptable import HeaderLog, http_upstream
 from tests.http.support import (
     error_code,
     http_client,
@@ -37,7 +38,6 @@ from tests.http.support import (
     serving,
     tool_text,
 )
-from tests.servers.scriptable import HeaderLog, http_upstream
 
 pytestmark = pytest.mark.anyio
 

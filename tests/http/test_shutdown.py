@@ -4,7 +4,7 @@ Before the fix uvicorn handled the signal itself: a handshake-era client's
 in-flight call ended with "SSE stream ended without a response", and the
 re-raised signal killed the process before any upstream session was closed.
 Each test drives the real proxy process with the SDK's streamable-HTTP client
-against a real slow upstream (``tests/servers/scriptable.py``).
+against a real slow upstream (``tests/helpers/scriptable.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import httpx2
 import pytest
 from mcp.types import CallToolResult
 
+from tests.helpers.events import InFlight, wait_gone_async
+from tests.helpers.serving import ServeProcess, serve_http
+from tests.helpers.support import scriptable, toml_for
 from tests.http.support import mcp_client
-from tests.servers.events import InFlight, wait_gone_async
-from tests.servers.serving import ServeProcess, serve_http
-from tests.servers.support import scriptable, toml_for
 
 CLIENT_MODES = ["legacy", "auto"]
 """Handshake-era sessions (with their event stream) and the default 2026-07-28 exchange."""

@@ -10,7 +10,7 @@ import pytest
 
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.runtime.catalog import CatalogRuntime
-from tests.servers.support import config_for, scriptable
+from tests.helpers.support import config_for, scriptable
 
 TASK = "increment the session counter"
 

@@ -187,7 +187,7 @@ def test_name_plus_arguments_probe_mode_is_selectable(tmp_path: Path) -> None:
 
 
 def _live_config(tmp_path: Path) -> Path:
-    from tests.servers.support import scriptable, toml_for
+    from tests.helpers.support import scriptable, toml_for
 
     config = tmp_path / "cartograph.toml"
     config.write_text(toml_for(tmp_path / "state", scriptable("calc")))

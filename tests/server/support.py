@@ -15,7 +15,7 @@ from cartograph.config.model import ServerConfig
 from cartograph.gateway.results import error_code
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.runtime.catalog import CatalogRuntime
-from tests.servers.support import config_for
+from tests.helpers.support import config_for
 
 
 @asynccontextmanager

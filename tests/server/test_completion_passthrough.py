@@ -1,6 +1,6 @@
 """``completion/complete`` passed through to an upstream: stdio, per-catalog HTTP, routed.
 
-The upstream is our own Python-SDK server (``tests/servers/content.py``), which
+The upstream is our own Python-SDK server (``tests/helpers/content.py``), which
 completes ``greet``'s ``name`` and ``mem://echo/{text}``'s ``text``. The client names
 the prompt and template as Cartograph lists them (``<server>/<prompt>``,
 ``cartograph://<catalog>/<server>/<uri>``); the same allow/deny policy as
@@ -23,10 +23,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
 from cartograph.config.model import ServerConfig
+from tests.helpers.serving import serve_http
+from tests.helpers.support import toml_for
 from tests.http.support import mcp_client
 from tests.server.support import running
-from tests.servers.serving import serve_http
-from tests.servers.support import toml_for
 
 pytestmark = pytest.mark.anyio
 

@@ -20,9 +20,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from cartograph.server.content_handlers import FIRST_LIST_WAIT
+from tests.helpers.support import scriptable
 from tests.server.support import running
 from tests.server.test_completion_passthrough import SERVE, write_config
-from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 DELAY = 3.0

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from cartograph.error_codes import REGISTRY
 from cartograph.server.proxy import build_proxy_server
 from cartograph.server.stdio.guard import guarded_stdio
+from tests.helpers.support import scriptable
 from tests.server.support import running
 from tests.server.test_surface import JSON
-from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.promise("P-REL-8")
 

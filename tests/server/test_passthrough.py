@@ -35,10 +35,10 @@ from cartograph.server.passthrough import (
     split_prompt_name,
     split_resource_uri,
 )
+from tests.helpers.serving import serve_http
+from tests.helpers.support import config_for, scriptable, toml_for
 from tests.http.support import mcp_client, serving
 from tests.server.support import running, wait_until
-from tests.servers.serving import serve_http
-from tests.servers.support import config_for, scriptable, toml_for
 
 DEMO = Path(__file__).resolve().parents[2] / "demo"
 EVERYTHING = DEMO / EVERYTHING_SCRIPT

@@ -20,8 +20,8 @@ from cartograph.config.secret_policy import SecretPolicy
 from cartograph.errors import PolicyError
 from cartograph.gateway.audit import kept_records
 from cartograph.server.handlers import ProxyHandlers
+from tests.helpers.support import scriptable
 from tests.server.support import call, code, running, text
-from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.servers.events import InFlight, wait_gone
-from tests.servers.support import scriptable, toml_for
+from tests.helpers.events import InFlight, wait_gone
+from tests.helpers.support import scriptable, toml_for
 
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 

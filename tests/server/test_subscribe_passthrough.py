@@ -1,6 +1,6 @@
 """``resources/subscribe``/``unsubscribe`` through `cartograph serve`, updates forwarded back.
 
-The upstream is our own Python-SDK server (``tests/servers/content.py``, handshake era),
+The upstream is our own Python-SDK server (``tests/helpers/content.py``, handshake era),
 whose ``touch_small`` tool sends ``notifications/resources/updated`` for ``mem://small``
 while that is subscribed, and says whether it was. The client subscribes to the URI
 Cartograph lists (``cartograph://<catalog>/content/mem://small``) and must receive the
@@ -31,9 +31,9 @@ from mcp.types import (
 )
 
 from cartograph.config.model import ServerConfig
+from tests.helpers.serving import serve_http
+from tests.helpers.support import toml_for
 from tests.server.test_passthrough import http_client
-from tests.servers.serving import serve_http
-from tests.servers.support import toml_for
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ from cartograph.cli.client_files import ServerSpec, install_entry, render_entry
 from cartograph.error_codes import REGISTRY
 from cartograph.gateway.results import error_code
 from cartograph.server.tools import PROXY_TOOLS, proxy_tool
+from tests.helpers.support import scriptable
 from tests.server.support import running
-from tests.servers.support import scriptable
 
 PAPER_FIXED_TOKENS = 169
 

@@ -1,7 +1,7 @@
 """Another spelling of a denied resource, prompt or completion reference reads nothing (P-URI-1).
 
 Through `cartograph serve` (stdio) with the SDK client, against our Python-SDK upstream
-(``tests/servers/content.py``), whose ``mem://files/{+path}`` is a naive file store: it
+(``tests/helpers/content.py``), whose ``mem://files/{+path}`` is a naive file store: it
 percent-decodes the path and resolves ``..`` in it. Before issue 24 the catalog's deny
 glob matched the client's raw text, so ``mem://files/secret%2Fkey`` was served past
 ``deny = ["content/mem://files/secret/*"]`` and audited ``ok``. Now one canonical spelling
@@ -28,10 +28,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
 from cartograph.config.model import ServerConfig
+from tests.helpers.serving import serve_http
+from tests.helpers.support import toml_for
 from tests.http.support import mcp_client
 from tests.server.test_subscribe_passthrough import Updates, subscribe, touch, unsubscribe
-from tests.servers.serving import serve_http
-from tests.servers.support import toml_for
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,6 @@
 """Upstream OAuth 2.1 against a real local authorization server, login to serve to refresh.
 
-The upstream (tests/servers/oauth_upstream.py) is an MCP server with its own
+The upstream (tests/helpers/oauth_upstream.py) is an MCP server with its own
 OAuth provider built on the SDK's mcp.server.auth, on 127.0.0.1. The browser
 step is driven by an HTTP client that follows the authorization redirect to
 `cartograph auth login`'s loopback port; everything else is the SDK's client
@@ -30,7 +30,7 @@ from cartograph.config.model import ServerConfig
 from cartograph.errors import ConfigError, OAuthLoginRequired
 from cartograph.upstream.oauth import TokenFile, oauth_auth
 from cartograph.upstream.session import UpstreamSession
-from tests.servers.serving import free_port, wait_for
+from tests.helpers.serving import free_port, wait_for
 
 pytestmark = pytest.mark.integration
 

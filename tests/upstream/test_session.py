@@ -20,7 +20,7 @@ from mcp.server.subscriptions import (
 from cartograph.config.model import ServerConfig
 from cartograph.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from cartograph.upstream.session import UpstreamSession
-from tests.servers.support import scriptable
+from tests.helpers.support import scriptable
 from tests.upstream.conftest import fake, tool
 
 pytestmark = pytest.mark.anyio
