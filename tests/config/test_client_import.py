@@ -23,7 +23,7 @@ from cartograph.config.loader import load_config
 from cartograph.errors import ConfigError
 from cartograph.index.serving import policy_allows
 from tests.helpers.support import SCRIPTABLE
-from tests.server.test_stdio_e2e import serve_params, text
+from tests.server.stdio_serving import serve_params, text
 
 FILES = Path(__file__).parent / "client_files"
 runner = CliRunner()

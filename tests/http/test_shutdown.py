@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import signal
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
@@ -21,36 +20,17 @@ from mcp.types import CallToolResult
 
 from tests.helpers.events import InFlight, wait_gone_async
 from tests.helpers.serving import ServeProcess, serve_http
-from tests.helpers.support import scriptable, toml_for
+from tests.http.slow_server import call, text, write_config
 from tests.http.support import mcp_client
 
 CLIENT_MODES = ["legacy", "auto"]
 """Handshake-era sessions (with their event stream) and the default 2026-07-28 exchange."""
 
 
-def write_config(tmp_path: Path, grace: float) -> Path:
-    path = tmp_path / "cartograph.toml"
-    audit = tmp_path / "audit.jsonl"
-    body = toml_for(tmp_path / "state", scriptable("slow", call_timeout=60.0), audit_log=str(audit))
-    path.write_text(body + f"\n[http]\nshutdown_grace = {grace}\n")
-    return path
-
-
-def text(result: CallToolResult) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
-
-
 def error_code(result: CallToolResult) -> str | None:
     if not result.is_error or result.structured_content is None:
         return None
     return str(result.structured_content["error"]["code"])
-
-
-async def call(client: Any, tool: str, **arguments: Any) -> CallToolResult:
-    result: CallToolResult = await client.call_tool(
-        "call", {"server": "slow", "tool": tool, "arguments": arguments}
-    )
-    return result
 
 
 async def exits_leaving_no_child(served: ServeProcess, upstream_pid: int) -> int:

@@ -15,7 +15,7 @@ from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.index.entries import entries_from_cards
 from cartograph.index.lexical import BM25_B, BM25_K1, FieldIndex, JaccardIndex
 from cartograph.index.text import tokenize
-from tests.cards.conftest import small_catalog
+from tests.cards.support import small_catalog
 
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=60)
 _IDENTIFIERS = st.from_regex(r"[A-Za-z][A-Za-z0-9_\-./:]{0,50}", fullmatch=True)

@@ -40,7 +40,7 @@ from tests.helpers.support import toml_for
 
 pytestmark = pytest.mark.anyio
 
-ASKING = Path(__file__).resolve().parents[1] / "servers" / "asking.py"
+ASKING = Path(__file__).resolve().parents[1] / "helpers" / "asking.py"
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 BOTH = '["resources", "prompts", "sampling", "elicitation"]'
 PROMPT = "PROMPT-CANARY-7f3a"  # what the upstream asks the model: never in the audit log

@@ -19,8 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ResourceTemplateReference, TextContent
 
 from cartograph.echo import MAX_ECHO, MAX_MESSAGE, echoed
-from tests.server.test_subscribe_passthrough import subscribe
-from tests.server.test_uri_spelling_attacks import FILES, served
+from tests.server.content_support import FILES, served, subscribe
 
 pytestmark = pytest.mark.anyio
 

@@ -19,8 +19,6 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import Resource, ResourceListChangedNotification
 
@@ -38,6 +36,7 @@ from cartograph.server.passthrough import (
 from tests.helpers.serving import serve_http
 from tests.helpers.support import config_for, scriptable, toml_for
 from tests.http.support import mcp_client, serving
+from tests.server.content_support import http_client
 from tests.server.support import running, wait_until
 
 DEMO = Path(__file__).resolve().parents[2] / "demo"
@@ -186,17 +185,6 @@ async def check_list_changed_is_forwarded(
     assert "cartograph://main/everything/demo://resource/session/hello.gz" in uris
 
 
-@asynccontextmanager
-async def http_client(url: str, mode: str, handler: Any) -> AsyncIterator[Client]:
-    """The SDK's streamable-HTTP client, with a handler for server notifications."""
-    async with create_mcp_http_client() as http:
-        transport = streamable_http_client(url, http_client=http)
-        async with Client(
-            transport, mode=mode, message_handler=handler, read_timeout_seconds=30
-        ) as client:
-            yield client
-
-
 def audited(tmp_path: Path) -> list[dict[str, Any]]:
     lines = (tmp_path / "audit.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
@@ -319,7 +307,7 @@ async def check_routed(client: Client) -> None:
     assert other.messages
 
 
-CONTENT = Path(__file__).resolve().parents[1] / "servers" / "content.py"
+CONTENT = Path(__file__).resolve().parents[1] / "helpers" / "content.py"
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "auto", "2026-07-28"])

@@ -32,7 +32,7 @@ PRIVATE_KEY = (
     "-----END RSA PRIVATE KEY-----\n"
 )
 OPERATOR_TOKEN = "op-canary-token-9c4e1f27b3"
-CONTENT = Path(__file__).resolve().parents[1] / "servers" / "content.py"
+CONTENT = Path(__file__).resolve().parents[1] / "helpers" / "content.py"
 ECHO_URI = "cartograph://default/content/mem://echo/"
 
 

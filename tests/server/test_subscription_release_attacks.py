@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from cartograph.config.model import ServerConfig
 from tests.helpers.serving import serve_http
 from tests.helpers.support import toml_for
-from tests.server.test_subscribe_passthrough import (
+from tests.server.content_support import (
     CONTENT,
     SMALL,
     Updates,

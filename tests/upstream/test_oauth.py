@@ -31,11 +31,9 @@ from cartograph.errors import ConfigError, OAuthLoginRequired
 from cartograph.upstream.oauth import TokenFile, oauth_auth
 from cartograph.upstream.session import UpstreamSession
 from tests.helpers.serving import free_port, wait_for
+from tests.upstream.oauth_support import CLI, UPSTREAM, write_config
 
 pytestmark = pytest.mark.integration
-
-UPSTREAM = Path(__file__).resolve().parents[1] / "servers" / "oauth_upstream.py"
-CLI = (sys.executable, "-m", "cartograph.cli.main")
 
 
 @pytest.fixture
@@ -61,16 +59,6 @@ def _answers(url: str) -> bool:
         return httpx2.get(url, timeout=1.0).status_code == 200
     except httpx2.TransportError:
         return False
-
-
-def write_config(tmp_path: Path, url: str) -> Path:
-    path = tmp_path / "cartograph.toml"
-    path.write_text(
-        f'state_dir = "{tmp_path / "state"}"\n\n[index]\nembedder = "fake"\n\n'
-        f'[servers.saas]\nurl = "{url}"\nauth = "oauth"\nprotocol = "legacy"\n'
-        f'oauth = {{ redirect_port = {free_port()}, client_name = "Cartograph test" }}\n'
-    )
-    return path
 
 
 def grants(log: Path) -> list[str]:

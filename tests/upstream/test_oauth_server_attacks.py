@@ -33,7 +33,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.helpers.serving import free_port, wait_for
-from tests.upstream.test_oauth import CLI, UPSTREAM, write_config
+from tests.upstream.oauth_support import CLI, UPSTREAM, write_config
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from cartograph.config.model import ServerConfig
 from cartograph.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from cartograph.upstream.session import UpstreamSession
 from tests.helpers.support import scriptable
-from tests.upstream.conftest import fake, tool
+from tests.upstream.support import fake, tool
 
 pytestmark = pytest.mark.anyio
 
