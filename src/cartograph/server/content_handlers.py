@@ -10,7 +10,6 @@ rather than beside it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
 
@@ -28,12 +27,13 @@ from mcp.types import (
 )
 
 from cartograph import error_codes as codes
+from cartograph.calls.pipeline import record_of
 from cartograph.calls.secrets import refuse_secrets
 from cartograph.config.model import CatalogPolicy
 from cartograph.echo import echoed
 from cartograph.errors import CartographError, PolicyError, UnknownToolError
-from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now, write_record
-from cartograph.gateway.secret_scan import SecretScan, redacted_shape
+from cartograph.gateway.audit import AuditSink, write_record
+from cartograph.gateway.secret_scan import SecretScan
 from cartograph.server.call_context import Authorize, current_client
 from cartograph.server.content_names import (
     MAX_URI_CHARS,
@@ -316,7 +316,6 @@ class ContentHandlers:
         self, record: PendingRecord, principal: str | None, run: Callable[[], Awaitable[_R]]
     ) -> _R:
         """One authorization decision and one audit record, as for a proxy tool call."""
-        started = time.perf_counter()
         outcome = "cancelled"
         annotate(catalog=self.catalog)
         try:
@@ -331,25 +330,10 @@ class ContentHandlers:
         finally:
             annotate(server=record.server, tool=record.tool)
             with anyio.CancelScope(shield=True):  # a cancelled request is audited too
-                await write_record(self.audit, self._entry(record, principal, outcome, started))
-
-    def _entry(
-        self, record: PendingRecord, principal: str | None, outcome: str, started: float
-    ) -> AuditRecord:
-        return AuditRecord(
-            time=utc_now(),
-            catalog=self.catalog,
-            principal=principal,
-            proxy_tool=record.proxy_tool,
-            server=record.server,
-            tool=record.tool,
-            duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
-            outcome=outcome,
-            arguments=redacted_shape(argument_shape(record.arguments), record.secrets),
-            repairs=record.repairs,
-            secrets={k: v for k, v in record.secrets.items() if v} or None,
-            trace=record.trace,
-        )
+                entry = record_of(
+                    record, outcome, catalog=self.catalog, principal=principal, trace=record.trace
+                )
+                await write_record(self.audit, entry)
 
 
 def redact(exc: CartographError, runtime: CatalogRuntime) -> CartographError:
