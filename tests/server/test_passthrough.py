@@ -26,6 +26,7 @@ from cartograph.config.model import CatalogPolicy, ServerConfig
 from cartograph.demo.loopback import EVERYTHING_SCRIPT
 from cartograph.errors import PolicyError, ResultTooLarge
 from cartograph.gateway.audit import kept_records
+from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.http import http_app
 from cartograph.server.passthrough import (
     prompt_name,
@@ -212,8 +213,9 @@ def test_prompt_names_carry_the_server_and_the_endpoint_prefix() -> None:
 
 
 async def test_a_catalog_with_prompts_off_refuses_prompts_get(tmp_path: Path) -> None:
-    async with running(tmp_path, scriptable("calc")) as handlers:
-        handlers.policy = CatalogPolicy(passthrough=("resources",))
+    async with running(tmp_path, scriptable("calc")) as served:
+        policy = CatalogPolicy(passthrough=("resources",))
+        handlers = ProxyHandlers(served.runtime, catalog="default", policy=policy)
         with pytest.raises(PolicyError) as off:
             await handlers.get_prompt("calc/anything", None, principal=None)
         assert off.value.code == "prompts_off"

@@ -1,11 +1,12 @@
-"""The resources/prompts half of one catalog's handlers: list, map back, authorize, audit.
+"""One catalog's resources and prompts, as a mount serves them: list, map back, authorize, audit.
 
 Upstream resources, templates and prompts are passed through under namespaced
 names (``cartograph://<catalog>/<server>/<uri>``, ``<server>/<prompt>``, see
 :mod:`cartograph.server.passthrough`). Each request gets the same single
-authorization decision and single audit record as a proxy tool call, which is
-why :class:`~cartograph.server.handlers.ProxyHandlers` builds on this class
-rather than beside it.
+authorization decision and single audit record as a proxy tool call (the
+pipeline's record builder). :class:`~cartograph.server.handlers.ProxyHandlers`
+holds one (``handlers.content``) and hands it the mount's catalog, policy,
+prefix, authorization and audit sink.
 """
 
 from __future__ import annotations
@@ -67,12 +68,22 @@ FIRST_LIST_WAIT: Final = 10.0
 class ContentHandlers:
     """Resources, templates, prompts, completion and subscriptions for one catalog."""
 
-    runtime: CatalogRuntime
-    catalog: str
-    policy: CatalogPolicy
-    tool_prefix: str | None
-    authorize: Authorize | None
-    audit: AuditSink
+    def __init__(
+        self,
+        runtime: CatalogRuntime,
+        *,
+        catalog: str,
+        policy: CatalogPolicy,
+        tool_prefix: str | None,
+        authorize: Authorize | None,
+        audit: AuditSink,
+    ) -> None:
+        self.runtime = runtime
+        self.catalog = catalog
+        self.policy = policy
+        self.tool_prefix = tool_prefix
+        self.authorize = authorize
+        self.audit = audit
 
     def subscribe_changes(self, listener: ChangeListener) -> None:
         """Forward this catalog's resources/prompts ``list_changed`` to ``listener``."""
