@@ -1,7 +1,7 @@
 """The client side: connect, doctor, client-status and bridge (D187).
 
 ``connect`` writes, for each client, the entry that client really accepts
-(:data:`cartograph.server.clients.DIALECTS`): for a running HTTP server the
+(:data:`cartograph.cli.client_files.DIALECTS`): for a running HTTP server the
 entries follow its ``/health`` — a routed server (``mount_mode: "routed"``
 and ``routed_path``) gets ONE entry, any other server one per catalog — and
 Claude Desktop gets a stdio ``cartograph bridge`` entry instead of a URL; for
