@@ -35,6 +35,7 @@ from cartograph.echo import echoed
 from cartograph.errors import CartographError, PolicyError, UnknownToolError
 from cartograph.gateway.audit import AuditSink, write_record
 from cartograph.gateway.secret_scan import SecretScan
+from cartograph.index.serving import policy_allows
 from cartograph.server.call_context import Authorize, current_client
 from cartograph.server.content_names import (
     MAX_URI_CHARS,
@@ -53,7 +54,7 @@ from cartograph.server.passthrough import (
     split_resource_uri,
 )
 from cartograph.server.pending import PendingRecord
-from cartograph.server.runtime.catalog import CatalogRuntime, policy_allows
+from cartograph.server.runtime.catalog import CatalogRuntime
 from cartograph.telemetry import annotate
 
 _R = TypeVar("_R")
