@@ -39,7 +39,7 @@ from mcp.types import CallToolResult
 from cartograph.config.loader import load_config
 from cartograph.config.model import CodeModeConfig, Config
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
 
 REPO: Final = Path(__file__).resolve().parent.parent
 CONFIG: Final = REPO / "demo" / "cartograph.toml"

@@ -25,7 +25,7 @@ from mcp.client.stdio import StdioServerParameters
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.servers.support import scriptable, toml_for  # noqa: E402
+from tests.helpers.support import scriptable, toml_for  # noqa: E402
 
 
 async def first_discover(config: Path, attest: bool) -> float:

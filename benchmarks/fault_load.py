@@ -1,7 +1,7 @@
 """Fault and load: does the proxy hold under abuse? (issue 13; P-REL-1..7, P-REL-10)
 
 Two parts, both against real ``cartograph serve`` processes and real upstream
-MCP servers (``tests/servers/scriptable.py``), driven by the SDK's client:
+MCP servers (``tests/helpers/scriptable.py``), driven by the SDK's client:
 
 **Load.** N clients x M ``call``s over streamable HTTP, first alone (the
 baseline), then while one more client sends ~4 MB ``discover`` tasks back to
@@ -49,8 +49,8 @@ from mcp.types import CallToolResult
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.servers.serving import SERVE, alive, serve_http  # noqa: E402
-from tests.servers.support import SCRIPTABLE  # noqa: E402
+from tests.helpers.serving import SERVE, alive, serve_http  # noqa: E402
+from tests.helpers.support import SCRIPTABLE  # noqa: E402
 
 HEAVY_TASK_CHARS = 4_000_000
 """The attack's discover task (~4 MB; under the default 4 MiB body limit with its envelope)."""

@@ -1,7 +1,7 @@
 """The fleet under load: throughput of 1 vs N replicas, then a replica kill and a database restart.
 
-Everything on 127.0.0.1 and real (``tests/servers/fleet.py``, its load driver
-``tests/servers/fleet_load.py``): Debian's PostgreSQL (a throwaway cluster)
+Everything on 127.0.0.1 and real (``tests/helpers/fleet.py``, its load driver
+``tests/helpers/fleet_load.py``): Debian's PostgreSQL (a throwaway cluster)
 holding the audit trail and the usage log, ``cartograph serve --http``
 replicas with operator-signed cards, Debian's HAProxy in front, the SDK's
 streamable-HTTP clients, each call a ``call`` of the scriptable upstream's
@@ -50,15 +50,15 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.servers.fleet import (  # noqa: E402
+from tests.helpers.fleet import (  # noqa: E402
     Fleet,
     Mode,
     balancer_outcomes,
     prepare,
     running,
 )
-from tests.servers.fleet_load import Load, drive  # noqa: E402
-from tests.servers.postgres import Postgres, postgres_server  # noqa: E402
+from tests.helpers.fleet_load import Load, drive  # noqa: E402
+from tests.helpers.postgres import Postgres, postgres_server  # noqa: E402
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -32,7 +32,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.servers.support import scriptable, toml_for  # noqa: E402
+from tests.helpers.support import scriptable, toml_for  # noqa: E402
 
 WARMUP = 20
 TOOLS: dict[str, tuple[str, dict[str, Any]]] = {

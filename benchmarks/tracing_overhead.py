@@ -3,7 +3,7 @@
 Two ``cartograph serve --http`` processes with the same config but for
 ``[telemetry]``, in front of the same real streamable-HTTP upstream (the
 scriptable ``echo`` server), exporting to a real OTLP/HTTP receiver on
-127.0.0.1 (``tests/servers/otlp.py``). The SDK's streamable-HTTP client calls
+127.0.0.1 (``tests/helpers/otlp.py``). The SDK's streamable-HTTP client calls
 both *interleaved* — discover on "off", discover on "on", call on "off", call
 on "on" — so load from other processes on a shared machine hits both alike.
 Reported per round: median latency of each operation and the serve
@@ -33,10 +33,10 @@ from mcp import Client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.helpers.otlp import otlp_receiver  # noqa: E402
+from tests.helpers.scriptable import HeaderLog, http_upstream  # noqa: E402
+from tests.helpers.serving import ServeProcess, serve_http  # noqa: E402
 from tests.http.support import mcp_client, serving  # noqa: E402
-from tests.servers.otlp import otlp_receiver  # noqa: E402
-from tests.servers.scriptable import HeaderLog, http_upstream  # noqa: E402
-from tests.servers.serving import ServeProcess, serve_http  # noqa: E402
 
 MODES = ("off", "on")
 WARMUP = 10

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
 from cartograph.catalog.snapshot import save_catalog
 from cartograph.cli.main import build_app
-from tests.servers.support import scriptable, toml_for
+from tests.helpers.support import scriptable, toml_for
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 # Imported by name at run time: the script imports its sibling scripts as

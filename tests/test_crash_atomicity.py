@@ -44,13 +44,13 @@ from cartograph.cards.store import ACCEPTED_FILE, CardStore
 from cartograph.cards.trust import TrustSet, load_trust, save_trust
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
 from cartograph.catalog.snapshot import load_catalog, save_catalog
-from cartograph.cli.http_client import Connection, ProjectRecord
+from cartograph.cli.client_files import ServerSpec, install_entry
+from cartograph.cli.connect import Connection, ProjectRecord
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.vector_store import VectorStore
 from cartograph.learning.sqlite import SqliteUsageStore, usage_log_path
 from cartograph.learning.store import SurfacedTool, TaskRecord
-from cartograph.server.clients import ServerSpec, install_entry
 
 REPO = Path(__file__).resolve().parents[1]
 KILLED = -signal.SIGKILL

@@ -154,6 +154,38 @@ def cycles(graph: Mapping[str, Set[str]]) -> list[list[str]]:
     return found
 
 
+SERVER: Final = "cartograph.server"
+TRANSPORTS: Final = (f"{SERVER}.stdio", f"{SERVER}.http")
+"""The transport rooms of ``server/``: each reaches the rest of the package, never the other."""
+MOUNTS: Final = tuple(
+    f"{SERVER}.{name}" for name in ("handlers", "content_handlers", "routed", "proxy", "code_tool")
+)
+"""What serves a catalog over MCP, built on the runtime room and never below it."""
+
+
+def _within(module: str, rooms: tuple[str, ...]) -> str | None:
+    return next((room for room in rooms if module == room or module.startswith(f"{room}.")), None)
+
+
+def room_breaches(imports: list[Import]) -> list[str]:
+    """Imports that break the rooms of ``server/`` (docs/architecture.md, its rooms).
+
+    ``server/runtime/`` (one catalog, live) imports neither a mount nor a transport;
+    a transport is imported only by itself and by ``cli``.
+    """
+    bad = []
+    for item in imports:
+        source, target = item.module, item.target
+        runtime = _within(source, (f"{SERVER}.runtime",))
+        reaches = _within(target, TRANSPORTS + MOUNTS)
+        transport = _within(target, TRANSPORTS)
+        if runtime and reaches:
+            bad.append(f"{source}:{item.line} imports {target} (the runtime room is below it)")
+        elif transport and _within(source, (transport,)) is None and unit_of(source) != "cli":
+            bad.append(f"{source}:{item.line} imports {target} (only cli starts a transport)")
+    return bad
+
+
 def _module_graph(imports: list[Import]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for item in imports:
@@ -183,6 +215,10 @@ def test_packages_import_only_from_lower_layers() -> None:
 
 def test_no_module_imports_itself_through_a_cycle() -> None:
     assert cycles(_module_graph(all_imports())) == []
+
+
+def test_the_rooms_of_server_keep_their_direction() -> None:
+    assert room_breaches(all_imports()) == []
 
 
 # -- the checks themselves can fail ---------------------------------------------------------
@@ -251,4 +287,30 @@ def test_the_drawing_is_read_top_layer_first() -> None:
         frozenset({"errors"}),
         frozenset({"server", "eval"}),
         frozenset({"cli"}),
+    ]
+
+
+def test_a_runtime_reaching_a_mount_and_a_transport_reaching_the_other_are_found(
+    tmp_path: Path,
+) -> None:
+    package = _fake_package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "server/__init__.py": "",
+            "server/handlers.py": "",
+            "server/runtime/__init__.py": "",
+            "server/runtime/catalog.py": "from cartograph.server import handlers\n",
+            "server/stdio/__init__.py": "",
+            "server/stdio/serve.py": "from cartograph.server.http import app\n",
+            "server/http/__init__.py": "",
+            "server/http/app.py": "from cartograph.server.http import serve\n",
+            "server/http/serve.py": "",
+        },
+    )
+    assert room_breaches(all_imports(package)) == [
+        "cartograph.server.runtime.catalog:1 imports cartograph.server.handlers "
+        "(the runtime room is below it)",
+        "cartograph.server.stdio.serve:1 imports cartograph.server.http.app "
+        "(only cli starts a transport)",
     ]

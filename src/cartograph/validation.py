@@ -1,4 +1,4 @@
-"""One reading of a pydantic ``ValidationError``: where, which code, and what, on one line.
+"""One reading of a pydantic ``ValidationError`` (where, which code, what), and the one strict base.
 
 Config files, catalog snapshots, cards, overrides and command-line options are all
 validated by pydantic models, and each turns the first problem into a Cartograph error
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 TOP_LEVEL: Final = "(top level)"
 """The key of a problem with the whole object (a model validator's)."""
@@ -48,4 +48,14 @@ def first_problem(exc: ValidationError) -> Problem:
     return Problem(key, tuple(first["loc"]), first["type"], message)
 
 
-__all__ = ["TOP_LEVEL", "Problem", "first_problem"]
+class StrictModel(BaseModel):
+    """The one base of Cartograph's value models: frozen, and no key it does not know.
+
+    Cards, rift reports and discover results are made once and then only read; a
+    stray key in a file is a mistake to refuse, never data to carry along.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+__all__ = ["TOP_LEVEL", "Problem", "StrictModel", "first_problem"]

@@ -122,7 +122,7 @@ def test_diff_reports_drift_since_attestation(setup: tuple[Path, Path], catalog:
 
 
 def _live_setup(tmp_path: Path, **env: str) -> Path:
-    from tests.servers.support import scriptable, toml_for
+    from tests.helpers.support import scriptable, toml_for
 
     path = tmp_path / "cartograph.toml"
     servers = (scriptable("calc", env=env), scriptable("spare"))

@@ -25,7 +25,7 @@ from cartograph.catalog import load_catalog
 from cartograph.catalog.model import Catalog, ServerDef
 from cartograph.index.embedders import get_embedder
 from cartograph.index.tool_index import ToolIndex
-from tests.cards.conftest import silenced
+from tests.cards.support import silenced
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile"

@@ -25,7 +25,7 @@ from cartograph.errors import (
     UnknownKeyError,
 )
 from cartograph.fsutil import atomic_write_bytes
-from tests.cards.test_store import bootstrap, with_description
+from tests.cards.support import bootstrap, with_description
 
 
 def _load(store: CardStore, trust: TrustSet) -> Any:

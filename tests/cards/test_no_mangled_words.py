@@ -25,7 +25,7 @@ from cartograph.cards.generators.text import fold_confusables
 from cartograph.cards.model import CardBody
 from cartograph.catalog import load_catalog
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
-from tests.cards.conftest import silenced
+from tests.cards.support import silenced
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "benchmarks" / "data" / "demo" / "catalog.json"

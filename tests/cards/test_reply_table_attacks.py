@@ -32,7 +32,7 @@ from cartograph.errors import CardError
 from cartograph.index.discover import DiscoverResult, discover
 from cartograph.index.embedders import FakeEmbedder
 from cartograph.index.tool_index import ToolIndex
-from tests.cards.test_store import bootstrap
+from tests.cards.support import bootstrap
 
 DEADLINE = 10.0
 """Seconds any one attack may take; a bounded read takes milliseconds."""

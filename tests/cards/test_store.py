@@ -19,26 +19,11 @@ from cartograph.cards.trust import TrustSet
 from cartograph.catalog.model import Catalog
 from cartograph.errors import CardFormatError, GeneratorError, RollbackError, SignatureError
 from cartograph.fsutil import atomic_write_bytes
-
-
-def bootstrap(store: CardStore, key: SigningKey, catalog: Catalog, **kwargs: object) -> None:
-    attest_catalog(catalog, store=store, key=key, generator=TemplateGenerator(), **kwargs)  # type: ignore[arg-type]
+from tests.cards.support import bootstrap, with_description
 
 
 def card_bytes(store: CardStore) -> dict[str, bytes]:
     return {s: store.path_for(s).read_bytes() for s in store.servers()}
-
-
-def with_description(catalog: Catalog, server: str, tool: str, text: str) -> Catalog:
-    servers = []
-    for s in catalog.servers:
-        if s.name == server:
-            tools = tuple(
-                t.model_copy(update={"description": text}) if t.name == tool else t for t in s.tools
-            )
-            s = s.model_copy(update={"tools": tools})
-        servers.append(s)
-    return Catalog(servers=tuple(servers))
 
 
 def test_bootstrap_writes_a_verifying_card_per_server(tmp_path: Path, catalog: Catalog) -> None:

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cartograph.cli.main import build_app
-from tests.servers.support import SCRIPTABLE
+from tests.helpers.support import SCRIPTABLE
 
 runner = CliRunner()
 

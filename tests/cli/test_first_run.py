@@ -12,7 +12,7 @@ from typer.testing import CliRunner, Result
 from cartograph.cli.app import EXIT_CHECK_FAILED, EXIT_USAGE
 from cartograph.cli.main import build_app
 from tests.cli.support import cli_error
-from tests.servers.support import SCRIPTABLE
+from tests.helpers.support import SCRIPTABLE
 
 runner = CliRunner()
 

@@ -15,7 +15,7 @@ from cartograph.cli import output
 from cartograph.cli.app import EXIT_CONFIG, EXIT_USAGE
 from cartograph.cli.main import build_app
 from tests.cli.support import CliError, cli_error
-from tests.servers.support import SCRIPTABLE
+from tests.helpers.support import SCRIPTABLE
 
 runner = CliRunner()
 

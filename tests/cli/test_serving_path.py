@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from cartograph.cli.app import EXIT_CARDS, EXIT_CONFIG
 from cartograph.cli.main import build_app
 from tests.cli.support import error_code
-from tests.servers.support import scriptable, toml_for
+from tests.helpers.support import scriptable, toml_for
 
 runner = CliRunner()
 

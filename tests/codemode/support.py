@@ -13,9 +13,9 @@ from mcp.types import CallToolResult, TextContent
 from cartograph.codemode import RunId, RunReport, Sandbox, SandboxTool, run_program
 from cartograph.config.model import CatalogPolicy, CodeModeConfig, ServerConfig
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
+from tests.helpers.support import config_for, scriptable
 from tests.server.support import wait_until
-from tests.servers.support import config_for, scriptable
 
 CallHook = Callable[[str, str, dict[str, Any]], Awaitable[CallToolResult]]
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from cartograph.cli.main import build_app
 from tests.codemode.support import notes
-from tests.servers.support import toml_for
+from tests.helpers.support import toml_for
 
 runner = CliRunner()
 PROGRAM = (

@@ -19,8 +19,8 @@ from cartograph.config.model import CatalogPolicy
 from cartograph.gateway.audit import AuditRecord, kept_records
 from cartograph.server.handlers import ProxyHandlers
 from tests.codemode.support import code_mode, notes, run_tool
+from tests.helpers.support import config_for, scriptable
 from tests.server.support import call, code, text, until_drift
-from tests.servers.support import config_for, scriptable
 
 WORDS_OF_TWO_NOTES = """
 names = (await notes.list_notes())["notes"]
@@ -47,7 +47,7 @@ async def test_run_is_listed_only_where_code_mode_is_on(tmp_path: Path) -> None:
     async with code_mode(tmp_path / "on", notes()) as on:
         assert [t.name for t in on.list_tools()] == ["discover", "status", "call", "run"]
         assert "`run` runs a program" in on.instructions()
-    from cartograph.server.runtime import CatalogRuntime
+    from cartograph.server.runtime.catalog import CatalogRuntime
 
     config = config_for(tmp_path / "off", notes())
     runtime = await CatalogRuntime.start(config, config.servers, unsafe_throwaway_key=True)

@@ -13,7 +13,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from cartograph import error_codes as codes
 from tests.codemode.support import notes
-from tests.servers.support import toml_for
+from tests.helpers.support import toml_for
 
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 

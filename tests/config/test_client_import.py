@@ -22,8 +22,8 @@ from cartograph.cli.serve import pick_catalog
 from cartograph.config.loader import load_config
 from cartograph.errors import ConfigError
 from cartograph.index.serving import policy_allows
-from tests.server.test_stdio_e2e import serve_params, text
-from tests.servers.support import SCRIPTABLE
+from tests.helpers.support import SCRIPTABLE
+from tests.server.stdio_serving import serve_params, text
 
 FILES = Path(__file__).parent / "client_files"
 runner = CliRunner()
@@ -188,7 +188,7 @@ async def test_a_disabled_tool_is_neither_served_nor_callable_through_serve(
 
 
 def test_connect_edits_a_vscode_file_without_losing_its_comments(tmp_path: Path) -> None:
-    from cartograph.server.clients import ServerSpec, install_entry, remove_entries
+    from cartograph.cli.client_files import ServerSpec, install_entry, remove_entries
 
     target = tmp_path / ".vscode" / "mcp.json"
     target.parent.mkdir()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -20,16 +19,9 @@ from anyio.from_thread import start_blocking_portal
 
 from cartograph.demo.loopback import (
     DEMO_HTTP_PORT_ENV,
-    everything_available,
     everything_over_http,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "demo"
-CONFIG = DEMO / "cartograph.toml"
-CLI = (sys.executable, "-m", "cartograph.cli.main")
-INSTALLED = everything_available(DEMO) and (DEMO / ".runtime" / "time").is_dir()
-SKIP_REASON = "the demo federation is not installed: run scripts/setup"
+from tests.demo.support import CLI, CONFIG, DEMO, INSTALLED, ROOT, SKIP_REASON
 
 
 @pytest.fixture(scope="session")

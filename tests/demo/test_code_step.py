@@ -19,7 +19,7 @@ from mcp.client.stdio import stdio_client
 
 from cartograph.demo import agent, code_task, steps, tokens
 from cartograph.demo.loopback import DEMO_HTTP_PORT_ENV
-from tests.demo.conftest import CONFIG
+from tests.demo.support import CONFIG
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.anyio]
 

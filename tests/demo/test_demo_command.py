@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.demo.conftest import CLI, CONFIG, INSTALLED, ROOT, SKIP_REASON
+from tests.demo.support import CLI, CONFIG, INSTALLED, ROOT, SKIP_REASON
 
 pytestmark = [
     pytest.mark.integration,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cartograph.demo.loopback import DEMO_HTTP_PORT_ENV
-from tests.demo.conftest import CLI, CONFIG, ROOT
+from tests.demo.support import CLI, CONFIG, ROOT
 
 LAUNCHER = (
     ROOT / ".tools/inspector/node_modules/@modelcontextprotocol/inspector"

@@ -11,34 +11,11 @@ from typer.testing import CliRunner
 from cartograph.cli.main import build_app
 from cartograph.errors import CatalogError
 from cartograph.eval.data import load_queries
-from tests.index.retrieval_fixtures import small_catalog
-
-
-def _write_fixture(tmp_path: Path) -> tuple[Path, Path]:
-    catalog = tmp_path / "catalog.json"
-    catalog.write_text(small_catalog().model_dump_json(by_alias=True))
-    queries = tmp_path / "queries.jsonl"
-    rows = [
-        {
-            "id": "q1",
-            "query": "read a text file from disk",
-            "gold": [{"server": "files", "tool": "read_file"}],
-        },
-        {
-            "id": "q2",
-            "query": "draw a bar chart image from numbers",
-            "gold": [
-                {"server": "charts", "tool": "bar_chart"},
-                {"server": "files", "tool": "write_file"},
-            ],
-        },
-    ]
-    queries.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    return catalog, queries
+from tests.eval.support import write_fixture
 
 
 def test_eval_prints_hand_computed_metrics_as_json(tmp_path: Path) -> None:
-    catalog, queries = _write_fixture(tmp_path)
+    catalog, queries = write_fixture(tmp_path)
     args = ["eval", "--catalog", str(catalog), "--queries", str(queries)]
     args += ["--method", "bm25", "--embedder", "fake", "--no-raw", "--json"]
     result = CliRunner().invoke(build_app(), args)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from cartograph.eval.bootstrap import bootstrap_interval
+from cartograph.eval.intervals import bootstrap_interval
 from cartograph.eval.metrics import Judgement, expected_random, query_metrics
 
 A, B, C, D = ("s1", "a"), ("s1", "b"), ("s2", "c"), ("s3", "d")

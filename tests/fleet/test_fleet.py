@@ -25,9 +25,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.servers.fleet import Fleet, prepare, running
-from tests.servers.fleet_load import Load, call_once, drive
-from tests.servers.postgres import Postgres, pg_bin, postgres_server
+from tests.helpers.fleet import Fleet, prepare, running
+from tests.helpers.fleet_load import Load, call_once, drive
+from tests.helpers.postgres import Postgres, pg_bin, postgres_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 

@@ -16,8 +16,8 @@ import pytest
 
 from cartograph.config.loader import load_config
 from cartograph.server.http import http_app
+from tests.helpers.support import scriptable, toml_for
 from tests.http.support import http_client, mcp_client, serving, tool_text
-from tests.servers.support import scriptable, toml_for
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cartograph.cli.app import EXIT_CONFIG
-from cartograph.cli.http_client import DEFAULT_TOKEN_ENV, PROJECT_FILE
+from cartograph.cli.connect import DEFAULT_TOKEN_ENV, PROJECT_FILE
 from cartograph.cli.main import build_app
 from cartograph.config.model import HttpConfig, TokenConfig
 from cartograph.server.auth import TokenAuthority

@@ -20,11 +20,11 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from typer.testing import CliRunner
 
-from cartograph.cli.http_client import PROJECT_FILE
+from cartograph.cli.connect import PROJECT_FILE
 from cartograph.cli.main import build_app
+from tests.helpers.serving import serve_http
+from tests.helpers.support import SCRIPTABLE, scriptable, toml_for
 from tests.http.support import assemble, serving
-from tests.servers.serving import serve_http
-from tests.servers.support import SCRIPTABLE, scriptable, toml_for
 
 FILES = Path(__file__).parents[1] / "config" / "client_files"
 runner = CliRunner()

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cartograph.cli.app import EXIT_CONFIG
-from cartograph.cli.http_client import PROJECT_FILE
+from cartograph.cli.connect import PROJECT_FILE
 from cartograph.cli.main import build_app
 from tests.cli.support import error_code
 from tests.http.support import assemble, serving

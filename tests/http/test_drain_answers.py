@@ -27,10 +27,10 @@ from mcp_types.version import LATEST_MODERN_VERSION
 from starlette.types import Receive, Scope, Send
 
 from cartograph.server.http._drain import Drain
+from tests.helpers.events import InFlight
+from tests.helpers.serving import ServeProcess, serve_http
+from tests.http.slow_server import call, text, write_config
 from tests.http.support import INIT_BODY, MCP_HEADERS, mcp_client
-from tests.http.test_shutdown import call, text, write_config
-from tests.servers.events import InFlight
-from tests.servers.serving import ServeProcess, serve_http
 
 CLIENTS = 4
 GRACE = 20.0

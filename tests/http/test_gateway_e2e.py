@@ -12,23 +12,18 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cartograph.config.model import (
-    CatalogConfig,
     CatalogPolicy,
-    Config,
-    HttpConfig,
-    IndexConfig,
-    ServerConfig,
-    TokenConfig,
 )
 from cartograph.gateway.audit import kept_records
 from cartograph.server.http import ServedApp, http_app
+from tests.helpers.scriptable import HeaderLog
 from tests.http.support import (
     error_code,
     http_client,
@@ -37,59 +32,14 @@ from tests.http.support import (
     serving,
     tool_text,
 )
-from tests.servers.scriptable import HeaderLog, http_upstream
+from tests.http.three_catalogs import ENV, SCOPED, TOKEN, UPSTREAM_KEY, three_catalogs
 
 pytestmark = pytest.mark.anyio
 
-TOKEN = "cartograph-client-token-0123456789abcdef"
-SCOPED = "cartograph-alpha-only-token-0123456789ab"
-ENV = {"CARTO_TOKEN": TOKEN, "ALPHA_TOKEN": SCOPED}
-UPSTREAM_KEY = "upstream-own-credential-42"
 CATALOGS = ("alpha", "beta", "gamma")
 DISCOVERY_ONLY = CatalogPolicy(proxy_tools=("discover", "status"))
 NO_ADD = CatalogPolicy(deny=("echo/add",))
 ADD = {"server": "echo", "tool": "add", "arguments": {"a": 1, "b": 2}}
-
-
-@pytest.fixture
-def upstream() -> Iterator[tuple[str, HeaderLog]]:
-    log = HeaderLog()
-    with serving(http_upstream(log)) as base:
-        yield f"{base}/mcp", log
-
-
-def three_catalogs(state: Path, upstream_url: str, *, tokens: bool = True) -> Config:
-    server = ServerConfig(
-        name="echo",
-        transport="streamable-http",
-        url=upstream_url,
-        headers={"X-Upstream-Key": UPSTREAM_KEY},
-    )
-    token_cfg = (
-        (
-            TokenConfig(principal="carol", token_env="CARTO_TOKEN"),
-            TokenConfig(principal="alice", token_env="ALPHA_TOKEN", catalogs=("alpha",)),
-        )
-        if tokens
-        else ()
-    )
-    return Config(
-        state_dir=state,
-        servers=(server,),
-        index=IndexConfig(embedder="fake"),
-        catalogs=(
-            CatalogConfig(name="alpha", servers=("echo",)),
-            CatalogConfig(
-                name="beta",
-                servers=("echo",),
-                policy=CatalogPolicy(proxy_tools=("discover", "status")),
-            ),
-            CatalogConfig(
-                name="gamma", servers=("echo",), policy=CatalogPolicy(deny=("echo/add",))
-            ),
-        ),
-        http=HttpConfig(tokens=token_cfg),
-    )
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cartograph.server.http import ServedApp, http_app
 from tests.http.support import http_client, mcp_client, serving, tool_text
-from tests.http.test_gateway_e2e import ENV, SCOPED, TOKEN, three_catalogs, upstream  # noqa: F401
+from tests.http.three_catalogs import ENV, SCOPED, TOKEN, three_catalogs
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ def catalogs_in(samples: Samples) -> set[str]:
 
 
 @pytest.fixture
-async def served(tmp_path: Path, upstream: tuple[str, object]) -> AsyncIterator[str]:  # noqa: F811
+async def served(tmp_path: Path, upstream: tuple[str, object]) -> AsyncIterator[str]:
     config = three_catalogs(tmp_path / "state", upstream[0])
     async with http_app(config, unsafe_throwaway_key=True, environ=ENV) as app:
         assert isinstance(app, ServedApp)
@@ -123,7 +123,7 @@ async def test_metrics_need_a_token_and_show_only_the_catalogs_it_reaches(served
 
 async def test_metrics_are_public_on_a_loopback_server_without_tokens(
     tmp_path: Path,
-    upstream: tuple[str, object],  # noqa: F811
+    upstream: tuple[str, object],
 ) -> None:
     config = three_catalogs(tmp_path / "state", upstream[0], tokens=False)
     async with http_app(config, unsafe_throwaway_key=True) as app:

@@ -8,9 +8,9 @@ import pytest
 
 from cartograph.config.model import Config, IndexConfig
 from cartograph.server.http import http_app
+from tests.helpers.events import alive, wait_gone_async
+from tests.helpers.support import scriptable
 from tests.http.support import mcp_client, serving, tool_text
-from tests.servers.events import alive, wait_gone_async
-from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 

@@ -28,6 +28,7 @@ from cartograph.config.model import (
 from cartograph.gateway.audit import AuditLog
 from cartograph.server.auth import TokenAuthority
 from cartograph.server.http import ServedApp, http_app
+from tests.helpers.scriptable import HeaderLog, http_upstream
 from tests.http.support import (
     INIT_BODY,
     MCP_HEADERS,
@@ -37,7 +38,6 @@ from tests.http.support import (
     mcp_client,
     serving,
 )
-from tests.servers.scriptable import HeaderLog, http_upstream
 
 TOKEN = "the-real-token-0123456789abcdef0123"
 GUESSES = ("guess-one-aaaaaaaaaaaaaaaaaaaa", "guess-two-bbbbbbbbbbbbbbbbbbbbbb")

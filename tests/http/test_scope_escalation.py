@@ -28,8 +28,8 @@ from cartograph.errors import ConfigError
 from cartograph.gateway.audit import kept_records
 from cartograph.server.auth import Principal, TokenAuthority
 from cartograph.server.http import http_app
+from tests.helpers.scriptable import HeaderLog, http_upstream
 from tests.http.support import error_code, http_client, mcp_client, serving, tool_text
-from tests.servers.scriptable import HeaderLog, http_upstream
 
 RESEARCH_TOKEN = "research-only-token-0123456789abcdef"
 OPS_TOKEN = "ops-and-dev-token-0123456789abcdef00"

@@ -14,8 +14,8 @@ import pytest
 
 from cartograph.config.model import Config, GatewayConfig, HttpConfig, IndexConfig, TokenConfig
 from cartograph.server.http import http_app
+from tests.helpers.support import scriptable
 from tests.http.support import INIT_BODY, MCP_HEADERS, MODERN, mcp_client, serving, tool_text
-from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,7 @@ Before the fix uvicorn handled the signal itself: a handshake-era client's
 in-flight call ended with "SSE stream ended without a response", and the
 re-raised signal killed the process before any upstream session was closed.
 Each test drives the real proxy process with the SDK's streamable-HTTP client
-against a real slow upstream (``tests/servers/scriptable.py``).
+against a real slow upstream (``tests/helpers/scriptable.py``).
 """
 
 from __future__ import annotations
@@ -12,45 +12,25 @@ from __future__ import annotations
 import json
 import signal
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
 import pytest
 from mcp.types import CallToolResult
 
+from tests.helpers.events import InFlight, wait_gone_async
+from tests.helpers.serving import ServeProcess, serve_http
+from tests.http.slow_server import call, text, write_config
 from tests.http.support import mcp_client
-from tests.servers.events import InFlight, wait_gone_async
-from tests.servers.serving import ServeProcess, serve_http
-from tests.servers.support import scriptable, toml_for
 
 CLIENT_MODES = ["legacy", "auto"]
 """Handshake-era sessions (with their event stream) and the default 2026-07-28 exchange."""
-
-
-def write_config(tmp_path: Path, grace: float) -> Path:
-    path = tmp_path / "cartograph.toml"
-    audit = tmp_path / "audit.jsonl"
-    body = toml_for(tmp_path / "state", scriptable("slow", call_timeout=60.0), audit_log=str(audit))
-    path.write_text(body + f"\n[http]\nshutdown_grace = {grace}\n")
-    return path
-
-
-def text(result: CallToolResult) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
 
 
 def error_code(result: CallToolResult) -> str | None:
     if not result.is_error or result.structured_content is None:
         return None
     return str(result.structured_content["error"]["code"])
-
-
-async def call(client: Any, tool: str, **arguments: Any) -> CallToolResult:
-    result: CallToolResult = await client.call_tool(
-        "call", {"server": "slow", "tool": tool, "arguments": arguments}
-    )
-    return result
 
 
 async def exits_leaving_no_child(served: ServeProcess, upstream_pid: int) -> int:

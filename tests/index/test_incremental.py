@@ -29,9 +29,8 @@ from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.entries import entries_from_cards
 from cartograph.index.tool_index import ToolIndex
 from cartograph.index.vector_store import VectorStore
-from tests.cards.conftest import small_catalog
-from tests.cards.test_store import bootstrap, with_description
-from tests.index.test_snapshot import rankings, snapshot_files
+from tests.cards.support import bootstrap, small_catalog, with_description
+from tests.index.support import rankings, snapshot_files
 
 CHANGED = ("files-2", "read_file")
 

@@ -27,7 +27,7 @@ from cartograph.index.lexical import (
     weighted_scores,
 )
 from cartograph.index.text import tokenize
-from tests.cards.conftest import small_catalog
+from tests.cards.support import small_catalog
 
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=60)
 _IDENTIFIERS = st.from_regex(r"[A-Za-z][A-Za-z0-9_\-./:]{0,50}", fullmatch=True)

@@ -14,7 +14,7 @@ from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.rankers import hybrid
 from cartograph.index.tool_index import ToolIndex
 from cartograph.index.vector_store import VectorStore
-from tests.cards.conftest import small_catalog
+from tests.cards.support import small_catalog
 from tests.index.retrieval_fixtures import small_catalog as retrieval_catalog
 
 TASKS = (

@@ -12,22 +12,12 @@ import numpy as np
 import pytest
 
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
-from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import PersistedIndexError
 from cartograph.index.embedders.base import Vectors
 from cartograph.index.embedders.fake import FakeEmbedder
-from cartograph.index.rankers import RANKER_NAMES
 from cartograph.index.snapshot import SnapshotStore, snapshot_key
-from cartograph.index.tool_index import ToolIndex
-from cartograph.index.vector_store import VectorStore
-from tests.cards.conftest import small_catalog
-
-TASKS = (
-    "read a file",
-    "write text to a file, then list the folder",
-    "what time is it in Tokyo",
-    "search the web for news and save it",
-)
+from tests.cards.support import small_catalog
+from tests.index.support import build, rankings, snapshot_files
 
 
 class RefusingEmbedder(FakeEmbedder):
@@ -41,23 +31,6 @@ class RefusingEmbedder(FakeEmbedder):
         if not self.allow_queries:
             raise AssertionError(f"embedded {texts[:2]} during the build")
         return super().embed(texts)
-
-
-def build(cards: VerifiedCards, state: Path, embedder: FakeEmbedder | None = None) -> ToolIndex:
-    return ToolIndex.build(cards, embedder or FakeEmbedder(), store=VectorStore(state))
-
-
-def rankings(index: ToolIndex) -> dict[tuple[str, str], list[tuple[tuple[str, str], float]]]:
-    out = {}
-    for method in (m for m in RANKER_NAMES if m != "random"):
-        for task in TASKS:
-            ranked = index.rank(task, 5, method=method, depth=10)
-            out[(method, task)] = [(index.corpus.key(i), round(s, 9)) for i, s in ranked]
-    return out
-
-
-def snapshot_files(state: Path) -> list[Path]:
-    return sorted(p for p in (state / "index").glob("*/serving-*/**/*") if p.is_file())
 
 
 def drop_vector_blocks(state: Path) -> None:

@@ -24,9 +24,8 @@ import pytest
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.index.cache import MAX_SEGMENT_BYTES, EmbeddingCache
 from cartograph.index.embedders.fake import FakeEmbedder
-from tests.cards.conftest import small_catalog
-from tests.index.test_snapshot import build, rankings, snapshot_files
-from tests.index.test_vector_store import CountingEmbedder
+from tests.cards.support import small_catalog
+from tests.index.support import CountingEmbedder, build, rankings, snapshot_files
 
 DEADLINE = 10.0
 DEV_ZERO = Path("/dev/zero")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,23 +10,11 @@ import numpy as np
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import Catalog
-from cartograph.index.embedders.base import Vectors
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.tool_index import ToolIndex
 from cartograph.index.vector_store import STORED_DTYPE, VectorStore, block_key
-from tests.cards.conftest import small_catalog
-
-
-class CountingEmbedder(FakeEmbedder):
-    """The fake model, counting every text it is asked to embed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.texts.extend(texts)
-        return super().embed(texts)
+from tests.cards.support import small_catalog
+from tests.index.support import CountingEmbedder
 
 
 def build(cards: VerifiedCards, state: Path, embedder: FakeEmbedder) -> ToolIndex:

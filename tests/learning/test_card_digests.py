@@ -14,8 +14,7 @@ from cartograph.cards.store import CardStore
 from cartograph.cards.trust import TrustSet
 from cartograph.cards.verified import fingerprint
 from cartograph.learning.catalog import card_digests
-from tests.cards.conftest import small_catalog
-from tests.cards.test_store import bootstrap
+from tests.cards.support import bootstrap, small_catalog
 
 
 def test_card_digests_parse_only_the_servers_looked_up(

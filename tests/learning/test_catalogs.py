@@ -9,8 +9,8 @@ import anyio
 import pytest
 
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
-from tests.servers.support import config_for, scriptable
+from cartograph.server.runtime.catalog import CatalogRuntime
+from tests.helpers.support import config_for, scriptable
 
 TASK = "increment the session counter"
 

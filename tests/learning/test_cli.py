@@ -17,7 +17,7 @@ from cartograph.cli.main import build_app
 from cartograph.learning.sqlite import SqliteUsageStore, usage_log_path
 from cartograph.learning.store import CallRecord, SurfacedTool, TaskRecord
 from tests.cli.support import error_code
-from tests.eval.test_eval_cli import _write_fixture
+from tests.eval.support import write_fixture
 
 
 def config(tmp_path: Path) -> Path:
@@ -105,7 +105,7 @@ def test_parse_date_reads_dates_and_iso_times_as_utc() -> None:
 def test_eval_learning_reports_zero_shot_and_both_feedback_modes_with_a_curve(
     tmp_path: Path,
 ) -> None:
-    catalog, queries = _write_fixture(tmp_path)
+    catalog, queries = write_fixture(tmp_path)
     args = ["eval", "--learning", "--catalog", str(catalog), "--queries", str(queries)]
     result = run(*args, "--embedder", "fake", "--method", "bm25", "--json")
     assert result.exit_code == 0, result.output
@@ -125,7 +125,7 @@ def test_eval_learning_reports_zero_shot_and_both_feedback_modes_with_a_curve(
 def test_eval_learning_refuses_bad_options_with_their_code(
     tmp_path: Path, flag: str, value: str, code: str
 ) -> None:
-    catalog, queries = _write_fixture(tmp_path)
+    catalog, queries = write_fixture(tmp_path)
     args = ["eval", "--learning", "--catalog", str(catalog), "--queries", str(queries)]
     result = run(*args, "--embedder", "fake", flag, value)
     assert result.exit_code == EXIT_USAGE

@@ -14,8 +14,8 @@ import pytest
 
 from cartograph.config.model import Config, LearningConfig
 from cartograph.learning.sqlite import usage_log_path
+from tests.helpers.support import scriptable
 from tests.server.support import running
-from tests.servers.support import scriptable
 
 
 def test_the_default_config_has_learning_off() -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from cartograph.errors import UsageLogError
 from cartograph.learning.sqlite import usage_log_path
+from tests.helpers.support import scriptable
 from tests.server.support import call, running
-from tests.servers.support import scriptable
 
 
 @pytest.mark.anyio

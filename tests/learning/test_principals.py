@@ -25,8 +25,8 @@ from cartograph.learning.catalog import RATE_WINDOW, CatalogLearning
 from cartograph.learning.learner import Learner, LearningParams, agreed, blend, clear_lead
 from cartograph.learning.sqlite import SqliteUsageStore
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
-from tests.servers.support import config_for, scriptable
+from cartograph.server.runtime.catalog import CatalogRuntime
+from tests.helpers.support import config_for, scriptable
 
 # Principal B's work: one task per tool of the scriptable server, in its own words.
 TASKS = (

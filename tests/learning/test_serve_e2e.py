@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters
 from typer.testing import CliRunner
 
 from cartograph.cli.main import build_app
-from tests.servers.support import scriptable, toml_for
+from tests.helpers.support import scriptable, toml_for
 
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 

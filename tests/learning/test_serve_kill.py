@@ -21,9 +21,9 @@ import anyio
 import pytest
 
 from cartograph.learning.sqlite import SqliteUsageStore, usage_log_path
+from tests.helpers.serving import serve_http
+from tests.helpers.support import scriptable, toml_for
 from tests.http.support import mcp_client
-from tests.servers.serving import serve_http
-from tests.servers.support import scriptable, toml_for
 
 CATALOGS = ("a", "b")
 STATUS = (sys.executable, "-m", "cartograph.cli.main", "learning", "status")

@@ -14,7 +14,7 @@ from cartograph.rift.analysis import EmbedFn, RiftTool, analyse, tools_from_card
 from cartograph.rift.clustering import cluster
 from cartograph.rift.model import Linkage, RiftSettings
 from cartograph.rift.queries import Probe
-from tests.rift.conftest import cards_with_text, catalog_of, explicit_embed, schema
+from tests.rift.support import cards_with_text, catalog_of, explicit_embed, schema
 
 SAME = "Looks up records in the archive and returns matching entries."
 

@@ -14,38 +14,8 @@ from cartograph.cli.main import build_app
 from cartograph.cli.rift import EXIT_GATE_FAILED
 from cartograph.cli.serve import THROWAWAY
 from tests.cli.support import error_code
+from tests.rift.support import CONFUSABLE, listed_tool
 
-CITY = {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}}
-
-
-def _tool(name: str, description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"name": name, "description": description, "inputSchema": schema or CITY}
-
-
-# Two weather tools whose names collide once separators and case are folded
-# and which take the same argument: no task can say which one it wants, and
-# the template writes the same words for both, so the cluster is HIGH.
-CONFUSABLE = {
-    "servers": [
-        {
-            "name": "weather",
-            "description": "Weather data",
-            "tools": [_tool("get_weather", "Get the weather for a city.")],
-        },
-        {
-            # Same folded name on another server: legal (P-NAME-1 is per server),
-            # and exactly the cross-server confusion Rift exists to flag.
-            "name": "forecast",
-            "description": "Forecasts and current conditions",
-            "tools": [_tool("getWeather", "Get the weather for a city.")],
-        },
-        {
-            "name": "git",
-            "description": "Version control",
-            "tools": [_tool("commit", "Record staged changes to the repository history.")],
-        },
-    ]
-}
 # Two tools that take the same argument but whose names say different things:
 # the paper's argument-only probes are identical for them.
 SAME_ARGUMENTS = {
@@ -54,8 +24,8 @@ SAME_ARGUMENTS = {
             "name": "weather",
             "description": "Weather data",
             "tools": [
-                _tool("get_weather_today", "Get the weather for a city."),
-                _tool("get_weather_now", "Get the weather for a city."),
+                listed_tool("get_weather_today", "Get the weather for a city."),
+                listed_tool("get_weather_now", "Get the weather for a city."),
             ],
         }
     ]
@@ -65,12 +35,14 @@ SEPARATED = {
         {
             "name": "weather",
             "description": "Weather data",
-            "tools": [_tool("forecast", "Predict rain, sunshine and temperature for tomorrow.")],
+            "tools": [
+                listed_tool("forecast", "Predict rain, sunshine and temperature for tomorrow.")
+            ],
         },
         {
             "name": "git",
             "description": "Version control",
-            "tools": [_tool("commit", "Record staged changes to the repository history.")],
+            "tools": [listed_tool("commit", "Record staged changes to the repository history.")],
         },
     ]
 }
@@ -187,7 +159,7 @@ def test_name_plus_arguments_probe_mode_is_selectable(tmp_path: Path) -> None:
 
 
 def _live_config(tmp_path: Path) -> Path:
-    from tests.servers.support import scriptable, toml_for
+    from tests.helpers.support import scriptable, toml_for
 
     config = tmp_path / "cartograph.toml"
     config.write_text(toml_for(tmp_path / "state", scriptable("calc")))

@@ -23,7 +23,7 @@ from cartograph.rift.copies import Copyable, name_only_copy
 from cartograph.rift.model import RiftSettings
 from cartograph.rift.queries import Probe
 from cartograph.rift.regenerate import planned_rewrites
-from tests.rift.conftest import cards_with_text, catalog_of, explicit_embed, schema
+from tests.rift.support import cards_with_text, catalog_of, explicit_embed, schema
 
 DESCRIPTION = "Returns the contents of a document stored in the team's knowledge base."
 DOC_ID = {

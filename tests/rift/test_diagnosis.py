@@ -11,7 +11,7 @@ from cartograph.rift.diagnosis import MemberText, suggest
 from cartograph.rift.model import RiftSettings
 from cartograph.rift.tokens import Vocabulary
 from cartograph.rift.validate import LabelledQuery, validate
-from tests.rift.conftest import cards_with_text, catalog_of, schema
+from tests.rift.support import cards_with_text, catalog_of, schema
 
 BLOCK = "Works with one block of a page and its content."
 

@@ -15,7 +15,7 @@ from cartograph.cli.main import build_app
 from cartograph.cli.rift import EXIT_GATE_FAILED
 from cartograph.rift.gate import Baseline
 from tests.cli.support import error_code
-from tests.rift.test_cli import CONFUSABLE, _tool
+from tests.rift.support import CONFUSABLE, listed_tool
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +38,7 @@ def _with_confusable_tool(body: dict[str, Any]) -> dict[str, Any]:
         {
             "name": "meteo",
             "description": "Weather service",
-            "tools": [_tool("get_weather", "Get the weather for a city.")],
+            "tools": [listed_tool("get_weather", "Get the weather for a city.")],
         }
     )
     return grown
@@ -104,20 +104,22 @@ SAME_NAME = {
         {
             "name": "weather",
             "description": "Weather data",
-            "tools": [_tool("get_weather", "Get the weather for a city.")],
+            "tools": [listed_tool("get_weather", "Get the weather for a city.")],
         },
         {
             "name": "forecast",
             "description": "Forecasts",
             "tools": [
-                _tool("get_weather", "Get the weather for a city."),
-                _tool("list_alerts", "Storm and flood warnings issued by the national service."),
+                listed_tool("get_weather", "Get the weather for a city."),
+                listed_tool(
+                    "list_alerts", "Storm and flood warnings issued by the national service."
+                ),
             ],
         },
         {
             "name": "git",
             "description": "Version control",
-            "tools": [_tool("commit", "Record staged changes to the repository history.")],
+            "tools": [listed_tool("commit", "Record staged changes to the repository history.")],
         },
     ]
 }

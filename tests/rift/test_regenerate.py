@@ -29,7 +29,7 @@ from cartograph.rift.analysis import analyse, make_embed_fn, tools_from_cards
 from cartograph.rift.model import RiftReport, RiftSettings
 from cartograph.rift.regenerate import regenerate_tools
 from cartograph.rift.runner import load_cards
-from tests.rift.conftest import catalog_of, schema
+from tests.rift.support import catalog_of, schema
 
 SAME = "Looks up records in the archive and returns matching entries."
 TOOLS = [

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from hypothesis import strategies as st
 from mcp.types import CallToolResult
 
 from cartograph.config.model import ServerConfig
 from cartograph.gateway.results import error_code
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
-from tests.servers.support import config_for
+from cartograph.server.runtime.catalog import CatalogRuntime
+from tests.helpers.support import config_for
 
 
 @asynccontextmanager
@@ -70,3 +71,12 @@ async def wait_until(predicate: Callable[[], bool], limit: float = 10.0) -> None
     with anyio.fail_after(limit):
         while not predicate():  # noqa: ASYNC110 - the observed state has no event
             await anyio.sleep(0.01)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=12,
+)

@@ -20,9 +20,9 @@ from cartograph.catalog.model import Catalog
 from cartograph.config.model import Config, ServerConfig
 from cartograph.gateway.pool import Upstream, default_opener
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
+from tests.helpers.support import config_for, scriptable
 from tests.server.support import call, code, text
-from tests.servers.support import config_for, scriptable
 
 WAIT = 30.0
 

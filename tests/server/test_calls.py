@@ -15,9 +15,9 @@ from cartograph.catalog.model import Catalog
 from cartograph.gateway.audit import kept_records
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.proxy import build_proxy_server
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
+from tests.helpers.support import config_for, scriptable
 from tests.server.support import call, code, running, text, until_drift, wait_until
-from tests.servers.support import config_for, scriptable
 
 
 @pytest.mark.anyio

@@ -1,6 +1,6 @@
 """``completion/complete`` passed through to an upstream: stdio, per-catalog HTTP, routed.
 
-The upstream is our own Python-SDK server (``tests/servers/content.py``), which
+The upstream is our own Python-SDK server (``tests/helpers/content.py``), which
 completes ``greet``'s ``name`` and ``mem://echo/{text}``'s ``text``. The client names
 the prompt and template as Cartograph lists them (``<server>/<prompt>``,
 ``cartograph://<catalog>/<server>/<uri>``); the same allow/deny policy as
@@ -22,16 +22,14 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
-from cartograph.config.model import ServerConfig
+from tests.helpers.serving import serve_http
 from tests.http.support import mcp_client
+from tests.server.content_support import content_config, content_server
+from tests.server.stdio_serving import SERVE
 from tests.server.support import running
-from tests.servers.serving import serve_http
-from tests.servers.support import toml_for
 
 pytestmark = pytest.mark.anyio
 
-CONTENT = Path(__file__).resolve().parents[1] / "servers" / "content.py"
-SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 CATALOGS = """
 [[catalogs]]
 name = "main"
@@ -40,19 +38,6 @@ policy.deny = ["content/mem://echo/*"]
 [[catalogs]]
 name = "open"
 """
-
-
-def content_server() -> ServerConfig:
-    return ServerConfig(
-        name="content", command=sys.executable, args=(str(CONTENT),), connect_timeout=30.0
-    )
-
-
-def write_config(tmp_path: Path, *, catalogs: str) -> Path:
-    audit = str(tmp_path / "audit.jsonl")
-    path = tmp_path / "cartograph.toml"
-    path.write_text(toml_for(tmp_path / "state", content_server(), audit_log=audit) + catalogs)
-    return path
 
 
 def completions(tmp_path: Path) -> list[dict[str, Any]]:
@@ -104,7 +89,7 @@ async def test_the_catalog_surface_completes_through_the_upstream_with_its_own_n
 async def test_stdio_completes_prompt_and_template_arguments_under_policy_and_audit(
     tmp_path: Path, mode: str
 ) -> None:
-    config = write_config(tmp_path, catalogs=CATALOGS.split('\n[[catalogs]]\nname = "open')[0])
+    config = content_config(tmp_path, catalogs=CATALOGS.split('\n[[catalogs]]\nname = "open')[0])
     params = StdioServerParameters(
         command=sys.executable,
         args=[*SERVE, "--config", str(config)],
@@ -138,7 +123,7 @@ async def test_stdio_completes_prompt_and_template_arguments_under_policy_and_au
 async def test_http_completes_per_catalog_and_on_the_routed_mount(
     tmp_path: Path, mode: str
 ) -> None:
-    config = write_config(tmp_path, catalogs=CATALOGS)
+    config = content_config(tmp_path, catalogs=CATALOGS)
     with serve_http(config, "--mount-mode", "routed") as served, anyio.fail_after(150):
         async with mcp_client(f"{served.mcp}/main", mode=mode) as main:
             assert await values(main, PromptReference(name="main_content/greet"), "name", "A") == [

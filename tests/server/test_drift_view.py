@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cartograph.server.handlers import ProxyHandlers
+from tests.helpers.support import scriptable
 from tests.server.support import call, code, running, text, until_drift
-from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 

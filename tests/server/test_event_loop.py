@@ -25,10 +25,10 @@ from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.http._audit import HttpAudit
 from cartograph.server.routed import RoutedHandlers
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
+from tests.helpers.support import config_for, scriptable
 from tests.http.support import Ledger, RecordingSurface
 from tests.server.support import call, code, text
-from tests.servers.support import config_for, scriptable
 
 HEAVY = "heavyweight"
 """A word in a task that makes :class:`GatedEmbedder` block until released."""

@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 from cartograph.gateway.audit import MEMORY_RECORDS
+from tests.helpers.support import scriptable
 from tests.server.support import call, code, running, text, wait_until
-from tests.servers.support import scriptable
 
 
 @pytest.mark.anyio

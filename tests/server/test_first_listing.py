@@ -20,9 +20,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from cartograph.server.content_handlers import FIRST_LIST_WAIT
+from tests.helpers.support import scriptable
+from tests.server.content_support import content_config
+from tests.server.stdio_serving import SERVE
 from tests.server.support import running
-from tests.server.test_completion_passthrough import SERVE, write_config
-from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 DELAY = 3.0
@@ -31,7 +32,7 @@ DELAY = 3.0
 async def test_the_first_listing_right_after_start_shows_a_slow_upstreams_content(
     tmp_path: Path,
 ) -> None:
-    config = write_config(tmp_path, catalogs="")
+    config = content_config(tmp_path, catalogs="")
     params = StdioServerParameters(
         command=sys.executable,
         args=[*SERVE, "--config", str(config)],

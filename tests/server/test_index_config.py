@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cartograph.config.loader import load_config
-from cartograph.server.runtime import CatalogRuntime
-from tests.servers.support import scriptable, toml_for
+from cartograph.server.runtime.catalog import CatalogRuntime
+from tests.helpers.support import scriptable, toml_for
 
 
 async def served_index_pooled_steps(tmp_path: Path, extra_index_line: str) -> bool:

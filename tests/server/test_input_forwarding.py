@@ -1,6 +1,6 @@
 """An upstream's sampling and elicitation requests reach the client whose call caused them.
 
-Through `cartograph serve` with the SDK client, against ``tests/servers/asking.py``, whose
+Through `cartograph serve` with the SDK client, against ``tests/helpers/asking.py``, whose
 ``ask_model`` tool asks its client for a model sample and ``ask_user`` for the user's name.
 The catalog turns forwarding on (``policy.passthrough``); the client's callbacks answer,
 and record what they were asked. Each forwarded request gets one audit record (its shape,
@@ -35,12 +35,12 @@ from mcp.types import (
 
 from cartograph.config.model import ServerConfig
 from cartograph.upstream.input_requests import CALLER, InFlight
-from tests.servers.serving import serve_http
-from tests.servers.support import toml_for
+from tests.helpers.serving import serve_http
+from tests.helpers.support import toml_for
 
 pytestmark = pytest.mark.anyio
 
-ASKING = Path(__file__).resolve().parents[1] / "servers" / "asking.py"
+ASKING = Path(__file__).resolve().parents[1] / "helpers" / "asking.py"
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 BOTH = '["resources", "prompts", "sampling", "elicitation"]'
 PROMPT = "PROMPT-CANARY-7f3a"  # what the upstream asks the model: never in the audit log

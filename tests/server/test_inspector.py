@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.support import scriptable, toml_for
+from tests.helpers.support import scriptable, toml_for
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / ".tools/inspector/node_modules/@modelcontextprotocol/inspector"

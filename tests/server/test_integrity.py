@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.support import scriptable
 from tests.server.support import call, code, running, text
-from tests.servers.support import scriptable
 
 
 @pytest.mark.anyio

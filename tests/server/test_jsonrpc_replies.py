@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from cartograph.server.jsonrpc_refusal import _refusals
 from tests.http.support import INIT_BODY, MCP_HEADERS, assemble, http_client, serving
-from tests.server.test_jsonrpc_fuzz import wire
-from tests.server.test_stdio_e2e import SERVE, write_config
+from tests.server.stdio_serving import SERVE, write_config
+from tests.server.wire import wire
 
 pytestmark = pytest.mark.promise("P-REL-11")
 

@@ -1,6 +1,6 @@
 """A huge name a client sends is not echoed back whole, nor written whole to the audit log.
 
-Through `cartograph serve` (stdio) with the SDK client, against ``tests/servers/content.py``.
+Through `cartograph serve` (stdio) with the SDK client, against ``tests/helpers/content.py``.
 Before issue 24 a 200 KB resource URI came back inside its own error and was written as a
 200 KB audit line; several megabytes also took the event loop a second to normalise. Now a
 URI (or prompt name) over 8192 characters is refused before it is read
@@ -19,8 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ResourceTemplateReference, TextContent
 
 from cartograph.echo import MAX_ECHO, MAX_MESSAGE, echoed
-from tests.server.test_subscribe_passthrough import subscribe
-from tests.server.test_uri_spelling_attacks import FILES, served
+from tests.server.content_support import FILES, served, subscribe
 
 pytestmark = pytest.mark.anyio
 

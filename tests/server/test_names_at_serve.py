@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cartograph.cli.main import main
+from tests.helpers.support import scriptable
 from tests.server.support import call, code, running, text
-from tests.servers.support import scriptable
 
 
 @pytest.mark.promise("P-NAME-1")

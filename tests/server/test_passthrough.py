@@ -19,8 +19,6 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import Resource, ResourceListChangedNotification
 
@@ -28,6 +26,7 @@ from cartograph.config.model import CatalogPolicy, ServerConfig
 from cartograph.demo.loopback import EVERYTHING_SCRIPT
 from cartograph.errors import PolicyError, ResultTooLarge
 from cartograph.gateway.audit import kept_records
+from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.http import http_app
 from cartograph.server.passthrough import (
     prompt_name,
@@ -35,10 +34,11 @@ from cartograph.server.passthrough import (
     split_prompt_name,
     split_resource_uri,
 )
+from tests.helpers.serving import serve_http
+from tests.helpers.support import config_for, scriptable, toml_for
 from tests.http.support import mcp_client, serving
+from tests.server.content_support import http_client
 from tests.server.support import running, wait_until
-from tests.servers.serving import serve_http
-from tests.servers.support import config_for, scriptable, toml_for
 
 DEMO = Path(__file__).resolve().parents[2] / "demo"
 EVERYTHING = DEMO / EVERYTHING_SCRIPT
@@ -186,17 +186,6 @@ async def check_list_changed_is_forwarded(
     assert "cartograph://main/everything/demo://resource/session/hello.gz" in uris
 
 
-@asynccontextmanager
-async def http_client(url: str, mode: str, handler: Any) -> AsyncIterator[Client]:
-    """The SDK's streamable-HTTP client, with a handler for server notifications."""
-    async with create_mcp_http_client() as http:
-        transport = streamable_http_client(url, http_client=http)
-        async with Client(
-            transport, mode=mode, message_handler=handler, read_timeout_seconds=30
-        ) as client:
-            yield client
-
-
 def audited(tmp_path: Path) -> list[dict[str, Any]]:
     lines = (tmp_path / "audit.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
@@ -224,8 +213,9 @@ def test_prompt_names_carry_the_server_and_the_endpoint_prefix() -> None:
 
 
 async def test_a_catalog_with_prompts_off_refuses_prompts_get(tmp_path: Path) -> None:
-    async with running(tmp_path, scriptable("calc")) as handlers:
-        handlers.policy = CatalogPolicy(passthrough=("resources",))
+    async with running(tmp_path, scriptable("calc")) as served:
+        policy = CatalogPolicy(passthrough=("resources",))
+        handlers = ProxyHandlers(served.runtime, catalog="default", policy=policy)
         with pytest.raises(PolicyError) as off:
             await handlers.get_prompt("calc/anything", None, principal=None)
         assert off.value.code == "prompts_off"
@@ -319,7 +309,7 @@ async def check_routed(client: Client) -> None:
     assert other.messages
 
 
-CONTENT = Path(__file__).resolve().parents[1] / "servers" / "content.py"
+CONTENT = Path(__file__).resolve().parents[1] / "helpers" / "content.py"
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "auto", "2026-07-28"])

@@ -10,9 +10,9 @@ import pytest
 from mcp.types import CallToolResult
 
 from cartograph.server.handlers import ProxyHandlers
+from tests.helpers.events import wait_gone_async
+from tests.helpers.support import scriptable
 from tests.server.support import call, code, running, text, wait_until
-from tests.servers.events import wait_gone_async
-from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 

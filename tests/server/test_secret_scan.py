@@ -20,8 +20,8 @@ from cartograph.config.secret_policy import SecretPolicy
 from cartograph.errors import PolicyError
 from cartograph.gateway.audit import kept_records
 from cartograph.server.handlers import ProxyHandlers
+from tests.helpers.support import scriptable
 from tests.server.support import call, code, running, text
-from tests.servers.support import scriptable
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +32,7 @@ PRIVATE_KEY = (
     "-----END RSA PRIVATE KEY-----\n"
 )
 OPERATOR_TOKEN = "op-canary-token-9c4e1f27b3"
-CONTENT = Path(__file__).resolve().parents[1] / "servers" / "content.py"
+CONTENT = Path(__file__).resolve().parents[1] / "helpers" / "content.py"
 ECHO_URI = "cartograph://default/content/mem://echo/"
 
 

@@ -24,11 +24,11 @@ from cartograph.config.loader import load_config
 from cartograph.config.model import Config
 from cartograph.gateway.gateway import Gateway
 from cartograph.index.serving import serving_cards
-from cartograph.server.catalog_status import CatalogFacts, catalog_status
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
+from cartograph.server.runtime.catalog_status import CatalogFacts, catalog_status
 from cartograph.server.status_view import compact_status
+from tests.helpers.support import scriptable, toml_for
 from tests.server.support import call, running, text
-from tests.servers.support import scriptable, toml_for
 
 TOKEN = "tok-canary-91ab27"
 DECLARED = "declared-secret-5521"

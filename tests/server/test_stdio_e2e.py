@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,34 +12,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
-from tests.servers.events import InFlight, wait_gone
-from tests.servers.support import scriptable, toml_for
-
-SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
-
-
-def write_config(tmp_path: Path, **gateway: Any) -> Path:
-    path = tmp_path / "cartograph.toml"
-    servers = (scriptable("calc"), scriptable("stuck", call_timeout=30.0))
-    path.write_text(toml_for(tmp_path / "state", *servers, **gateway))
-    return path
-
-
-def serve_params(config: Path, *extra: str) -> StdioServerParameters:
-    # The whole environment, PYTHONPATH included: the SDK's default passes only a few
-    # variables, so the child would import whichever cartograph is installed, not this one.
-    return StdioServerParameters(
-        command=sys.executable,
-        args=[*SERVE, "--config", str(config), *extra],
-        cwd=Path.cwd(),
-        env=dict(os.environ),
-    )
-
-
-def text(result: object) -> str:
-    return "".join(getattr(b, "text", "") for b in getattr(result, "content", []))
+from tests.helpers.events import InFlight, wait_gone
+from tests.server.stdio_serving import SERVE, serve_params, text, write_config
 
 
 @pytest.mark.anyio

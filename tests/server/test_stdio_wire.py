@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from cartograph.server import stdio_wire
-from cartograph.server.stdio_wire import LineReader, fast_stdio
+from cartograph.server.stdio import wire as stdio_wire
+from cartograph.server.stdio.wire import LineReader, fast_stdio
 
 
 @pytest.mark.anyio

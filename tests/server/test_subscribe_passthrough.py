@@ -1,6 +1,6 @@
 """``resources/subscribe``/``unsubscribe`` through `cartograph serve`, updates forwarded back.
 
-The upstream is our own Python-SDK server (``tests/servers/content.py``, handshake era),
+The upstream is our own Python-SDK server (``tests/helpers/content.py``, handshake era),
 whose ``touch_small`` tool sends ``notifications/resources/updated`` for ``mem://small``
 while that is subscribed, and says whether it was. The client subscribes to the URI
 Cartograph lists (``cartograph://<catalog>/content/mem://small``) and must receive the
@@ -10,34 +10,32 @@ Handshake-era clients only: the 2026-07-28 protocol dropped both methods.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcp.types import (
-    EmptyResult,
-    ResourceUpdatedNotification,
-    SubscribeRequest,
-    SubscribeRequestParams,
-    UnsubscribeRequest,
-    UnsubscribeRequestParams,
-)
 
 from cartograph.config.model import ServerConfig
-from tests.server.test_passthrough import http_client
-from tests.servers.serving import serve_http
-from tests.servers.support import toml_for
+from tests.helpers.serving import serve_http
+from tests.helpers.support import toml_for
+from tests.server.content_support import (
+    CONTENT,
+    SMALL,
+    Updates,
+    audited,
+    http_client,
+    subscribe,
+    touch,
+    unsubscribe,
+)
 
 pytestmark = pytest.mark.anyio
 
-CONTENT = Path(__file__).resolve().parents[1] / "servers" / "content.py"
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 CATALOGS = """
 [[catalogs]]
@@ -47,7 +45,6 @@ policy.deny = ["content/mem://big"]
 [[catalogs]]
 name = "open"
 """
-SMALL = "cartograph://main/content/mem://small"
 BIG = "cartograph://main/content/mem://big"
 
 
@@ -63,56 +60,6 @@ def write_config(tmp_path: Path, catalogs: str) -> Path:
     path = tmp_path / "cartograph.toml"
     path.write_text(toml_for(tmp_path / "state", content, audit_log=audit) + catalogs)
     return path
-
-
-class Updates:
-    """``notifications/resources/updated`` as the client receives them."""
-
-    def __init__(self) -> None:
-        self.uris: list[str] = []
-        self.arrived = anyio.Event()
-
-    async def handler(self, message: Any) -> None:
-        if isinstance(message, ResourceUpdatedNotification):
-            self.uris.append(message.params.uri)
-            self.arrived.set()
-
-    async def next(self) -> str:
-        with anyio.fail_after(30):
-            await self.arrived.wait()
-        self.arrived = anyio.Event()
-        return self.uris[-1]
-
-
-async def subscribe(client: Client, uri: str) -> None:
-    """A plain request: the SDK's helper warns the method is gone from 2026-07-28."""
-    request = SubscribeRequest(params=SubscribeRequestParams(uri=uri))
-    with anyio.fail_after(60):
-        while True:  # the upstream connects behind the served index
-            try:
-                await client.session.send_request(request, EmptyResult)
-                return
-            except MCPError as exc:
-                if (exc.error.data or {}).get("code") not in {"unknown_server", "starting"}:
-                    raise
-                await anyio.sleep(0.05)
-
-
-async def unsubscribe(client: Client, uri: str) -> None:
-    request = UnsubscribeRequest(params=UnsubscribeRequestParams(uri=uri))
-    await client.session.send_request(request, EmptyResult)
-
-
-async def touch(client: Client, tool: str = "call", **routing: str) -> str:
-    arguments = {"server": "content", "tool": "touch_small", "arguments": {}, **routing}
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result
-    return "".join(getattr(b, "text", "") for b in result.content)
-
-
-def audited(tmp_path: Path, *methods: str) -> list[dict[str, Any]]:
-    lines = (tmp_path / "audit.jsonl").read_text("utf-8").splitlines()
-    return [r for r in map(json.loads, lines) if r["proxy_tool"] in methods]
 
 
 async def test_stdio_forwards_subscribe_and_the_update_under_the_namespaced_uri(

@@ -1,6 +1,6 @@
 """A client cannot leave upstream subscriptions behind, nor hold any number of them.
 
-Through `cartograph serve --http` with the SDK client, against ``tests/servers/content.py``
+Through `cartograph serve --http` with the SDK client, against ``tests/helpers/content.py``
 declared ``stateless``: one upstream session serves every client of the catalog, and its
 ``touch_small`` tool says whether that session still holds ``mem://small``. Before issue 24
 a client that subscribed and left (DELETE, or just went away) kept the upstream subscription
@@ -24,7 +24,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from cartograph.config.model import ServerConfig
-from tests.server.test_subscribe_passthrough import (
+from tests.helpers.serving import serve_http
+from tests.helpers.support import toml_for
+from tests.server.content_support import (
     CONTENT,
     SMALL,
     Updates,
@@ -33,8 +35,6 @@ from tests.server.test_subscribe_passthrough import (
     touch,
     unsubscribe,
 )
-from tests.servers.serving import serve_http
-from tests.servers.support import toml_for
 
 pytestmark = pytest.mark.anyio
 

@@ -11,12 +11,12 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cartograph.cli.client_files import ServerSpec, install_entry, render_entry
 from cartograph.error_codes import REGISTRY
 from cartograph.gateway.results import error_code
-from cartograph.server.clients import ServerSpec, install_entry, render_entry
 from cartograph.server.tools import PROXY_TOOLS, proxy_tool
-from tests.server.support import running
-from tests.servers.support import scriptable
+from tests.helpers.support import scriptable
+from tests.server.support import JSON, running
 
 PAPER_FIXED_TOKENS = 169
 
@@ -30,13 +30,6 @@ def test_the_three_proxy_tools_cost_no_more_tokens_than_the_papers() -> None:
     assert tokens <= PAPER_FIXED_TOKENS
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
 CALLS = st.dictionaries(st.sampled_from(["server", "tool", "arguments", "x"]), JSON, max_size=4)
 
 

@@ -1,7 +1,7 @@
 """Another spelling of a denied resource, prompt or completion reference reads nothing (P-URI-1).
 
 Through `cartograph serve` (stdio) with the SDK client, against our Python-SDK upstream
-(``tests/servers/content.py``), whose ``mem://files/{+path}`` is a naive file store: it
+(``tests/helpers/content.py``), whose ``mem://files/{+path}`` is a naive file store: it
 percent-decodes the path and resolves ``..`` in it. Before issue 24 the catalog's deny
 glob matched the client's raw text, so ``mem://files/secret%2Fkey`` was served past
 ``deny = ["content/mem://files/secret/*"]`` and audited ``ok``. Now one canonical spelling
@@ -13,80 +13,33 @@ client sees, the audit record's outcome and name, and that the canary never come
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
-from cartograph.config.model import ServerConfig
+from tests.helpers.serving import serve_http
 from tests.http.support import mcp_client
-from tests.server.test_subscribe_passthrough import Updates, subscribe, touch, unsubscribe
-from tests.servers.serving import serve_http
-from tests.servers.support import toml_for
+from tests.server.content_support import (
+    FILES,
+    Updates,
+    connected,
+    files_config,
+    served,
+    subscribe,
+    touch,
+    unsubscribe,
+)
 
 pytestmark = pytest.mark.anyio
 
-CONTENT = Path(__file__).resolve().parents[1] / "servers" / "content.py"
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 CANARY = "SECRET-CANARY-5d41402a"  # the text of mem://files/secret/key
-CATALOG = """
-[[catalogs]]
-name = "main"
-policy.deny = ["content/mem://files/secret/*", "content/greet"]
-"""
-FILES = "cartograph://main/content/mem://files/"
 SECRET = "mem://files/secret/key"  # the canonical spelling every variant is judged as
-
-
-def write_config(tmp_path: Path) -> Path:
-    content = ServerConfig(
-        name="content",
-        command=sys.executable,
-        args=(str(CONTENT),),
-        protocol="legacy",  # resources/subscribe is handshake-era only
-        connect_timeout=30.0,
-    )
-    path = tmp_path / "cartograph.toml"
-    audit = str(tmp_path / "audit.jsonl")
-    path.write_text(toml_for(tmp_path / "state", content, audit_log=audit) + CATALOG)
-    return path
-
-
-@asynccontextmanager
-async def served(tmp_path: Path, updates: Updates | None = None) -> AsyncIterator[Client]:
-    """The real proxy over stdio, its upstream connected (a public read answers)."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[*SERVE, "--config", str(write_config(tmp_path))],
-        cwd=Path.cwd(),
-        env=dict(os.environ),
-    )
-    handler = updates.handler if updates is not None else None
-    with anyio.fail_after(120):
-        async with Client(params, mode="legacy", message_handler=handler) as client:
-            await connected(client)
-            yield client
-
-
-async def connected(client: Client) -> None:
-    """The upstream connects behind the served index: read a public file until it answers."""
-    while True:
-        try:
-            await client.read_resource(f"{FILES}public/readme", cache_mode="bypass")
-            return
-        except MCPError as exc:
-            if (exc.error.data or {}).get("code") not in {"unknown_server", "starting"}:
-                raise
-            await anyio.sleep(0.05)
 
 
 async def read_refused(client: Client, uri: str) -> str:
@@ -234,7 +187,7 @@ async def test_attack_subscribe_is_judged_and_forwarded_in_the_canonical_spellin
 async def test_attack_the_routed_mount_judges_the_same_canonical_spelling(tmp_path: Path) -> None:
     """Routed by the URI's catalog, then judged by that catalog exactly as on its own mount."""
     with (
-        serve_http(write_config(tmp_path), "--mount-mode", "routed") as http,
+        serve_http(files_config(tmp_path), "--mount-mode", "routed") as http,
         anyio.fail_after(150),
     ):
         async with mcp_client(f"{http.mcp}/routed", mode="legacy") as routed:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from cartograph.config.model import StorageConfig
-from tests.servers.postgres import PASSWORD, PASSWORD_ENV, Postgres, pg_bin, postgres_server
+from tests.helpers.postgres import PASSWORD, PASSWORD_ENV, Postgres, pg_bin, postgres_server
 
 _NAMES = itertools.count(1)
 

@@ -13,11 +13,11 @@ import pytest
 
 from cartograph.config.model import StorageConfig
 from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
 from cartograph.storage import audit as audit_module
+from tests.helpers.postgres import Postgres
+from tests.helpers.support import config_for, scriptable
 from tests.server.support import code, text
-from tests.servers.postgres import Postgres
-from tests.servers.support import config_for, scriptable
 
 pytestmark = pytest.mark.anyio
 

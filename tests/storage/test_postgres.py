@@ -22,8 +22,8 @@ from cartograph.storage.audit import PostgresAudit
 from cartograph.storage.postgres import Database, release_database, shared_database
 from cartograph.storage.spool import spool_dir
 from cartograph.storage.usage import MIGRATIONS as USAGE_MIGRATIONS
-from tests.servers.postgres import Postgres
-from tests.servers.serving import free_port, wait_for
+from tests.helpers.postgres import Postgres
+from tests.helpers.serving import free_port, wait_for
 
 
 def record(n: int = 0, outcome: str = "ok", **extra: Any) -> AuditRecord:

@@ -68,7 +68,7 @@ def test_unknown_server_exits_with_the_error_code(tmp_path: Path) -> None:
 
 
 def _live_config(tmp_path: Path) -> Path:
-    from tests.servers.support import scriptable, toml_for
+    from tests.helpers.support import scriptable, toml_for
 
     config = tmp_path / "cartograph.toml"
     config.write_text(toml_for(tmp_path / "state", scriptable("calc")))

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from cartograph.cli.main import build_app
 from cartograph.stubs import runtime
-from tests.stubs.conftest import REPO, mypy_strict
+from tests.stubs.support import REPO, mypy_strict
 
 TIME_SERVER = REPO / "demo" / ".runtime" / "time" / "bin" / "mcp-server-time"
 runner = CliRunner()

@@ -27,7 +27,7 @@ from cartograph.errors import ArgumentError, CallError, ToolFailed, UpstreamUnav
 from cartograph.stubs import runtime
 from cartograph.stubs.targets import StdioTarget
 
-UPSTREAM = Path(__file__).parents[1] / "servers" / "scriptable.py"
+UPSTREAM = Path(__file__).parents[1] / "helpers" / "scriptable.py"
 PACKAGE = "e2e_stubs"
 runner = CliRunner()
 

@@ -19,7 +19,7 @@ from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog import load_catalog
 from cartograph.stubs import generate_stubs, write_stubs
 from tests.stubs.catalogs import awkward_catalog
-from tests.stubs.conftest import mypy_strict
+from tests.stubs.support import mypy_strict
 
 CLIENT_OK = """
 from awkward_stubs import awkward_server_1 as a

@@ -25,7 +25,7 @@ from cartograph.errors import ConfigError
 from cartograph.telemetry import start_tracing
 from cartograph.telemetry.logs import JsonFormatter, request_fields
 from cartograph.telemetry.tracing import INSTALL_HINT, disabled, traces_endpoint
-from tests.servers.support import SCRIPTABLE
+from tests.helpers.support import SCRIPTABLE
 
 WITHOUT_EXTRA = (
     "import sys\n"

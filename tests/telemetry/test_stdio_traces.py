@@ -17,8 +17,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import RequestParamsMeta
 
-from tests.servers.otlp import ReceivedSpan, otlp_receiver
-from tests.servers.support import SCRIPTABLE
+from tests.helpers.otlp import ReceivedSpan, otlp_receiver
+from tests.helpers.support import SCRIPTABLE
 
 SERVE = ("-m", "cartograph.cli.main", "serve", "--unsafe-throwaway-key")
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"

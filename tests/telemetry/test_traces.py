@@ -19,10 +19,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.helpers.otlp import ReceivedSpan, Receiver, otlp_receiver
+from tests.helpers.scriptable import HeaderLog, http_upstream
+from tests.helpers.serving import free_port, serve_http
 from tests.http.support import mcp_client, serving
-from tests.servers.otlp import ReceivedSpan, Receiver, otlp_receiver
-from tests.servers.scriptable import HeaderLog, http_upstream
-from tests.servers.serving import free_port, serve_http
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 AGENT_SPAN = "00f067aa0ba902b7"

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.cli.main import build_app
 
-SCRIPTABLE = Path(__file__).resolve().parents[1] / "servers" / "scriptable.py"
+SCRIPTABLE = Path(__file__).resolve().parents[1] / "helpers" / "scriptable.py"
 runner = CliRunner()
 
 

@@ -17,7 +17,7 @@ from cartograph.upstream.federation import (
     load_catalog_for,
 )
 from cartograph.upstream.session import UpstreamSession
-from tests.upstream.conftest import FakeUpstream, fake
+from tests.upstream.support import FakeUpstream, fake
 
 pytestmark = pytest.mark.anyio
 

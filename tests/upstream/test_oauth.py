@@ -1,6 +1,6 @@
 """Upstream OAuth 2.1 against a real local authorization server, login to serve to refresh.
 
-The upstream (tests/servers/oauth_upstream.py) is an MCP server with its own
+The upstream (tests/helpers/oauth_upstream.py) is an MCP server with its own
 OAuth provider built on the SDK's mcp.server.auth, on 127.0.0.1. The browser
 step is driven by an HTTP client that follows the authorization redirect to
 `cartograph auth login`'s loopback port; everything else is the SDK's client
@@ -18,11 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from cartograph.cli.app import EXIT_CONFIG
 from cartograph.config.loader import load_config
@@ -30,12 +27,17 @@ from cartograph.config.model import ServerConfig
 from cartograph.errors import ConfigError, OAuthLoginRequired
 from cartograph.upstream.oauth import TokenFile, oauth_auth
 from cartograph.upstream.session import UpstreamSession
-from tests.servers.serving import free_port, wait_for
+from tests.helpers.serving import free_port, wait_for
+from tests.upstream.oauth_support import (
+    CLI,
+    UPSTREAM,
+    answers,
+    call_through_serve,
+    login,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
-
-UPSTREAM = Path(__file__).resolve().parents[1] / "servers" / "oauth_upstream.py"
-CLI = (sys.executable, "-m", "cartograph.cli.main")
 
 
 @pytest.fixture
@@ -49,55 +51,15 @@ def upstream(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        assert wait_for(lambda: _answers(f"{base}/.well-known/oauth-authorization-server"), 30)
+        assert wait_for(lambda: answers(f"{base}/.well-known/oauth-authorization-server"), 30)
         yield f"{base}/mcp", log
     finally:
         process.kill()
         process.wait(timeout=10)
 
 
-def _answers(url: str) -> bool:
-    try:
-        return httpx2.get(url, timeout=1.0).status_code == 200
-    except httpx2.TransportError:
-        return False
-
-
-def write_config(tmp_path: Path, url: str) -> Path:
-    path = tmp_path / "cartograph.toml"
-    path.write_text(
-        f'state_dir = "{tmp_path / "state"}"\n\n[index]\nembedder = "fake"\n\n'
-        f'[servers.saas]\nurl = "{url}"\nauth = "oauth"\nprotocol = "legacy"\n'
-        f'oauth = {{ redirect_port = {free_port()}, client_name = "Cartograph test" }}\n'
-    )
-    return path
-
-
 def grants(log: Path) -> list[str]:
     return [json.loads(line)["event"] for line in log.read_text().splitlines()]
-
-
-def login(config: Path) -> tuple[str, str]:
-    """`auth login --no-browser`, with an HTTP client in the browser's place."""
-    process = subprocess.Popen(
-        [*CLI, "auth", "login", "saas", "--no-browser", "--config", str(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ),
-        text=True,
-        preexec_fn=lambda: os.umask(0),  # private whatever the umask (P-FS-1)
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:") and "code_challenge_method=S256" in url
-    consent = httpx2.get(url, follow_redirects=False, timeout=10)
-    assert consent.status_code in {302, 303, 307}
-    back = httpx2.get(consent.headers["location"], timeout=10)  # the browser lands on loopback
-    assert back.status_code == 200
-    out, err = process.communicate(timeout=60)
-    assert process.returncode == 0, err
-    assert "Traceback" not in err and "not holding this lock" not in err  # issue 24
-    return url + out, err
 
 
 @pytest.mark.anyio
@@ -149,22 +111,6 @@ async def test_login_then_serve_calls_through_and_refreshes_an_expired_token(
     assert revoked.status_code == 200
     assert await call_through_serve(config_path) == "authorized"
     assert grants(log)[-2:] == ["revoke", "refresh_token"]
-
-
-async def call_through_serve(config: Path, tool: str = "whoami") -> str:
-    """``tool`` through a fresh `cartograph serve` (stdio), driven by the SDK client."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[*CLI[1:], "serve", "--unsafe-throwaway-key", "--config", str(config)],
-        env=dict(os.environ),
-    )
-    with anyio.fail_after(90):
-        async with Client(params) as client:
-            result = await client.call_tool(
-                "call", {"server": "saas", "tool": tool, "arguments": {}}
-            )
-    assert not result.is_error, result
-    return "".join(getattr(b, "text", "") for b in result.content)
 
 
 def test_oauth_on_a_stdio_server_is_refused_at_load(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ spec's order is followed: a client the operator registered beforehand
 document where the server's metadata says it accepts them
 (``oauth.client_metadata_url``), then DCR; with none possible, ``auth login`` refuses
 with ``oauth_no_registration``, saying what to set. The authorization server is
-``tests/servers/oauth_upstream.py`` with DCR turned off (``--no-dcr``), told of one
+``tests/helpers/oauth_upstream.py`` with DCR turned off (``--no-dcr``), told of one
 pre-registered client or of one metadata document; the login, the ``call`` through
 ``cartograph serve`` and the refresh are the same real path as ``test_oauth.py``'s.
 """
@@ -29,8 +29,8 @@ from cartograph.errors import ConfigError
 from cartograph.gateway.audit import Redactor
 from cartograph.gateway.secret_scan import SecretScan
 from cartograph.upstream.oauth import TokenFile
-from tests.servers.serving import free_port, wait_for
-from tests.upstream.test_oauth import CLI, UPSTREAM, _answers, call_through_serve, login
+from tests.helpers.serving import free_port, wait_for
+from tests.upstream.oauth_support import CLI, UPSTREAM, answers, call_through_serve, login
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +49,7 @@ def authorization_server(tmp_path: Path, *flags: str) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        assert wait_for(lambda: _answers(f"{base}/.well-known/oauth-authorization-server"), 30)
+        assert wait_for(lambda: answers(f"{base}/.well-known/oauth-authorization-server"), 30)
         yield f"{base}/mcp"
     finally:
         process.kill()

@@ -1,6 +1,6 @@
 """An OAuth upstream whose authorization server is down or answers garbage: named, coded, quiet.
 
-The resource server is the real one of ``tests/servers/oauth_upstream.py``, started with
+The resource server is the real one of ``tests/helpers/oauth_upstream.py``, started with
 ``--issuer`` naming another authorization server in its protected-resource metadata: a
 port nothing listens on, or a local HTTP server that answers 503, non-JSON, or JSON that
 is not OAuth metadata. The stored token is one the resource server refuses, so every
@@ -32,8 +32,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.servers.serving import free_port, wait_for
-from tests.upstream.test_oauth import CLI, UPSTREAM, write_config
+from tests.helpers.serving import free_port, wait_for
+from tests.upstream.oauth_support import CLI, UPSTREAM, write_config
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ from mcp.server.subscriptions import (
 from cartograph.config.model import ServerConfig
 from cartograph.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from cartograph.upstream.session import UpstreamSession
-from tests.servers.support import scriptable
-from tests.upstream.conftest import fake, tool
+from tests.helpers.support import scriptable
+from tests.upstream.support import fake, tool
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 from cartograph.config.model import ServerConfig
 from cartograph.upstream.session import UpstreamSession
 from tests.http.support import serving
-from tests.upstream.conftest import fake
+from tests.upstream.support import fake
 
 pytestmark = pytest.mark.anyio
 

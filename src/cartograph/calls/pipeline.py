@@ -398,22 +398,51 @@ async def _answer(site: CallSite, call: Call) -> CallToolResult:
     return call.result
 
 
+class Recorded(Protocol):
+    """What an audit record says of a request besides where and who: a :class:`Call` has it,
+    and so has a resources/prompts request's record (``server/pending.py``)."""
+
+    @property
+    def proxy_tool(self) -> str: ...
+    @property
+    def server(self) -> str | None: ...
+    @property
+    def tool(self) -> str | None: ...
+    @property
+    def arguments(self) -> Any: ...
+    @property
+    def repairs(self) -> tuple[str, ...]: ...
+    @property
+    def secrets(self) -> Mapping[str, tuple[str, ...]]: ...
+    @property
+    def started(self) -> float: ...
+
+
 def audit_record(call: Call, outcome: str) -> AuditRecord:
     """The call's record: what was known when it ended, the arguments as their shape only."""
     request = call.request
+    return record_of(
+        call, outcome, catalog=request.catalog, principal=request.principal, trace=request.trace
+    )
+
+
+def record_of(
+    facts: Recorded, outcome: str, *, catalog: str, principal: str | None, trace: str | None
+) -> AuditRecord:
+    """The one audit record builder, for tool calls and content requests alike."""
     return AuditRecord(
         time=utc_now(),
-        catalog=request.catalog,
-        principal=request.principal,
-        proxy_tool=call.proxy_tool,
-        server=call.server,
-        tool=call.tool,
-        duration_ms=round((time.perf_counter() - call.started) * 1000.0, 3),
+        catalog=catalog,
+        principal=principal,
+        proxy_tool=facts.proxy_tool,
+        server=facts.server,
+        tool=facts.tool,
+        duration_ms=round((time.perf_counter() - facts.started) * 1000.0, 3),
         outcome=outcome,
-        arguments=redacted_shape(argument_shape(call.arguments), call.secrets),
-        repairs=call.repairs,
-        trace=request.trace,
-        secrets=dict(call.secrets) or None,
+        arguments=redacted_shape(argument_shape(facts.arguments), facts.secrets),
+        repairs=facts.repairs,
+        trace=trace,
+        secrets={kind: seen for kind, seen in facts.secrets.items() if seen} or None,
     )
 
 

@@ -18,17 +18,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from cartograph.validation import StrictModel
 
 CARD_FORMAT_VERSION: Final = 2
 MAX_EXAMPLES: Final = 8
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Identity(_Frozen):
+class Identity(StrictModel):
     """Which upstream this card speaks for; bound into the signature (P-SIG-4)."""
 
     server: str = Field(min_length=1)
@@ -37,7 +35,7 @@ class Identity(_Frozen):
     publisher: str | None = None
 
 
-class Capability(_Frozen):
+class Capability(StrictModel):
     """Operator-written server-level text: the Stage-1 ranking target."""
 
     summary: str
@@ -45,7 +43,7 @@ class Capability(_Frozen):
     tags: tuple[str, ...] = ()
 
 
-class Pins(_Frozen):
+class Pins(StrictModel):
     """SHA-256 of each part of the served tool definition, so drift can say *what* changed.
 
     ``ToolCard.digest`` covers the whole definition; these split it up. A part
@@ -59,7 +57,7 @@ class Pins(_Frozen):
     title: str
 
 
-class ToolCard(_Frozen):
+class ToolCard(StrictModel):
     """One tool as the operator describes it, pinned to the definition it saw.
 
     ``examples`` are short tasks an agent might be given that this tool
@@ -81,7 +79,7 @@ class ToolCard(_Frozen):
     pins: Pins
 
 
-class Provenance(_Frozen):
+class Provenance(StrictModel):
     """Who wrote the text and from which upstream state; ``card_version`` only grows."""
 
     generator: str
@@ -93,13 +91,13 @@ class Provenance(_Frozen):
     card_version: int = Field(ge=1)
 
 
-class Signature(_Frozen):
+class Signature(StrictModel):
     algorithm: str = "ed25519"
     key_id: str
     value: str
 
 
-class CardBody(_Frozen):
+class CardBody(StrictModel):
     """The signed part of a card."""
 
     format: int = CARD_FORMAT_VERSION
@@ -124,7 +122,7 @@ class CardBody(_Frozen):
         return self.model_dump(mode="json")
 
 
-class Card(_Frozen):
+class Card(StrictModel):
     body: CardBody
     signature: Signature
 

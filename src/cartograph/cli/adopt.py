@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from cartograph import error_codes as codes
+from cartograph.cli.client_files import ServerSpec, plan_edit, read_servers
 from cartograph.errors import ConfigError
 from cartograph.fsutil import atomic_write_text
-from cartograph.server.clients import ServerSpec, plan_edit, read_servers
 
 _FOLDER_VARS: Final = re.compile(r"\$\{(workspaceFolder|workspaceFolderBasename|userHome)\}")
 _ENV_VAR: Final = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -18,9 +18,9 @@ from cartograph.cli.app import app
 COMMAND_MODULES: Final[tuple[str, ...]] = (
     "auth",
     "cards",
+    "connect",
     "demo",
     "federation",
-    "http_client",
     "learning",
     "retrieval",
     "rift",

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from cartograph.config.catalogs import ResolvedCatalog
     from cartograph.config.model import Config
-    from cartograph.server.runtime import CatalogRuntime
+    from cartograph.server.runtime.catalog import CatalogRuntime
     from cartograph.telemetry.tracing import Tracing
 
 ModeOption = Annotated[
@@ -126,7 +126,7 @@ async def start_runtime(
     ``connect_later``: return once cards and index are loaded; the caller runs
     ``runtime.connect_upstreams()`` in the background (``serve`` does).
     """
-    from cartograph.server.runtime import CatalogRuntime
+    from cartograph.server.runtime.catalog import CatalogRuntime
 
     members = tuple(s for s in catalog.servers if servers is None or s.name in servers)
     return await CatalogRuntime.start(
@@ -243,7 +243,7 @@ def _serve(
             on_ready=announce_json if config.logging.format == "json" else announce_url,
         )
         return
-    from cartograph.server.stdio import serve_stdio
+    from cartograph.server.stdio.serve import serve_stdio
 
     catalog = pick_catalog(config, catalog_name)
 

@@ -15,8 +15,8 @@ from typing import Final
 
 from pydantic import BaseModel
 
-from cartograph.eval.bootstrap import bootstrap_interval
 from cartograph.eval.data import EvalQuery
+from cartograph.eval.intervals import bootstrap_interval
 from cartograph.eval.metrics import METRIC_NAMES, MRR_DEPTH, expected_random, query_metrics
 from cartograph.index.tool_index import ToolIndex
 

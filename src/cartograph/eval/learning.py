@@ -34,9 +34,9 @@ from pydantic import BaseModel
 
 from cartograph import error_codes as codes
 from cartograph.errors import OptionError
-from cartograph.eval.bootstrap import bootstrap_interval
 from cartograph.eval.data import EvalQuery
 from cartograph.eval.harness import EVAL_K, MetricValue
+from cartograph.eval.intervals import bootstrap_interval
 from cartograph.eval.metrics import METRIC_NAMES, MRR_DEPTH, Judgement, query_metrics
 from cartograph.index.embedders.base import Vectors
 from cartograph.index.rankers.base import Ranking

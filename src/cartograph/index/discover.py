@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from typing import Any, Final, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import ArgumentError, RetrievalError
@@ -33,6 +31,7 @@ from cartograph.index.rankers.base import QueryContext, Ranking
 from cartograph.index.schema_compact import compact_schema
 from cartograph.index.tool_index import MAX_K as MAX_DEPTH
 from cartograph.index.tool_index import ToolIndex
+from cartograph.validation import StrictModel
 
 DEFAULT_K: Final = 5
 # The raw-cosine rule (models without a calibrated open-world delta, or an
@@ -60,11 +59,7 @@ class Reranker(Protocol):
         ...
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class ToolProvenance(_Frozen):
+class ToolProvenance(StrictModel):
     card_version: int
     key_id: str
     generator: str
@@ -72,7 +67,7 @@ class ToolProvenance(_Frozen):
     verified: bool
 
 
-class DiscoveredTool(_Frozen):
+class DiscoveredTool(StrictModel):
     server: str
     tool: str
     description: str
@@ -82,7 +77,7 @@ class DiscoveredTool(_Frozen):
     provenance: ToolProvenance
 
 
-class DiscoverResult(_Frozen):
+class DiscoverResult(StrictModel):
     """What ``discover`` returns: ranked tools, or an abstention with a hint.
 
     How an agent reads it (text and ``structuredContent``) is the server's

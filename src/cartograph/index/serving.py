@@ -4,7 +4,7 @@ One definition of "the operator's catalog, as served": the verified cards of
 the configured servers (raising, with the command that fixes it, when there
 is nothing to serve), the configured embedder through the state directory's
 embedding cache, and the tools to leave out (drifted, missing, unattested or
-denied by the catalog's policy). :class:`~cartograph.server.runtime.CatalogRuntime`
+denied by the catalog's policy). :class:`~cartograph.server.runtime.catalog.CatalogRuntime`
 builds its index through here, and so does the command line, which must not
 pay for the MCP SDK just to rank cards (issue 12).
 """

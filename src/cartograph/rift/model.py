@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from cartograph.validation import StrictModel
 
 DEFAULT_THETA_SIM: Final = 0.65
 DEFAULT_HIGH_MARGIN: Final = -0.05
@@ -41,11 +43,7 @@ DEFAULT_PROBE: Final = "distinguishing"
 RISK_ORDER: Final[dict[str, int]] = {"HIGH": 0, "MEDIUM": 1, "LOW": 2, "UNRATED": 3}
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RiftSettings(_Frozen):
+class RiftSettings(StrictModel):
     """Thresholds of the paper's §3.4, all configurable, with its defaults.
 
     ``linkage`` defaults to *complete*: a cluster then guarantees that every
@@ -101,7 +99,7 @@ class RiftSettings(_Frozen):
         return 1.0 - self.theta_sim
 
 
-class ToolRef(_Frozen):
+class ToolRef(StrictModel):
     server: str
     tool: str
 
@@ -129,7 +127,7 @@ class Member(ToolRef):
     description and input schema, cards equal but for the names. Any makes it REGENERATE."""
 
 
-class Suggestion(_Frozen):
+class Suggestion(StrictModel):
     """Words that would separate one member from the rest of its cluster."""
 
     server: str
@@ -143,7 +141,7 @@ class Suggestion(_Frozen):
     or a catalog ``deny`` rule."""
 
 
-class DuplicateServers(_Frozen):
+class DuplicateServers(StrictModel):
     """Two servers that list identical tools: one server connected twice."""
 
     servers: tuple[str, str]
@@ -152,7 +150,7 @@ class DuplicateServers(_Frozen):
     fix: str
 
 
-class Cluster(_Frozen):
+class Cluster(StrictModel):
     id: int
     risk: Risk
     scope: Scope
@@ -180,7 +178,7 @@ class Cluster(_Frozen):
         return tuple(m for m in self.members if m.regenerate)
 
 
-class NameConfusable(_Frozen):
+class NameConfusable(StrictModel):
     """Tool names a person or a model could mistake for one another, or one that hides
     characters (``invisible``: a single member; ``key`` shows them as code points)."""
 
@@ -190,7 +188,7 @@ class NameConfusable(_Frozen):
     members: tuple[ToolRef, ...]
 
 
-class Grouping(_Frozen):
+class Grouping(StrictModel):
     """One row of the ablation/baseline comparison (the paper's Tables 4–5)."""
 
     method: str
@@ -207,7 +205,7 @@ class Grouping(_Frozen):
     """Share of Rift's HIGH/MEDIUM tools that this grouping also groups."""
 
 
-class Point(_Frozen):
+class Point(StrictModel):
     """A tool on the 2-D map (PCA of its card embedding)."""
 
     server: str
@@ -218,7 +216,7 @@ class Point(_Frozen):
     risk: Risk | None
 
 
-class RiftReport(_Frozen):
+class RiftReport(StrictModel):
     settings: RiftSettings
     model_id: str
     servers: int

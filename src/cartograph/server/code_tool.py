@@ -36,7 +36,7 @@ from cartograph.stubs.shapes import ToolShape, tool_shapes
 
 if TYPE_CHECKING:
     from cartograph.index.discover import DiscoverResult
-    from cartograph.server.runtime import CatalogRuntime
+    from cartograph.server.runtime.catalog import CatalogRuntime
 
 
 class CodeMount(Protocol):

@@ -1,16 +1,16 @@
-"""The resources/prompts half of one catalog's handlers: list, map back, authorize, audit.
+"""One catalog's resources and prompts, as a mount serves them: list, map back, authorize, audit.
 
 Upstream resources, templates and prompts are passed through under namespaced
 names (``cartograph://<catalog>/<server>/<uri>``, ``<server>/<prompt>``, see
 :mod:`cartograph.server.passthrough`). Each request gets the same single
-authorization decision and single audit record as a proxy tool call, which is
-why :class:`~cartograph.server.handlers.ProxyHandlers` builds on this class
-rather than beside it.
+authorization decision and single audit record as a proxy tool call (the
+pipeline's record builder). :class:`~cartograph.server.handlers.ProxyHandlers`
+holds one (``handlers.content``) and hands it the mount's catalog, policy,
+prefix, authorization and audit sink.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
 
@@ -28,12 +28,14 @@ from mcp.types import (
 )
 
 from cartograph import error_codes as codes
+from cartograph.calls.pipeline import record_of
 from cartograph.calls.secrets import refuse_secrets
 from cartograph.config.model import CatalogPolicy
 from cartograph.echo import echoed
 from cartograph.errors import CartographError, PolicyError, UnknownToolError
-from cartograph.gateway.audit import AuditRecord, AuditSink, argument_shape, utc_now, write_record
-from cartograph.gateway.secret_scan import SecretScan, redacted_shape
+from cartograph.gateway.audit import AuditSink, write_record
+from cartograph.gateway.secret_scan import SecretScan
+from cartograph.index.serving import policy_allows
 from cartograph.server.call_context import Authorize, current_client
 from cartograph.server.content_names import (
     MAX_URI_CHARS,
@@ -52,7 +54,7 @@ from cartograph.server.passthrough import (
     split_resource_uri,
 )
 from cartograph.server.pending import PendingRecord
-from cartograph.server.runtime import CatalogRuntime, policy_allows
+from cartograph.server.runtime.catalog import CatalogRuntime
 from cartograph.telemetry import annotate
 
 _R = TypeVar("_R")
@@ -67,12 +69,22 @@ FIRST_LIST_WAIT: Final = 10.0
 class ContentHandlers:
     """Resources, templates, prompts, completion and subscriptions for one catalog."""
 
-    runtime: CatalogRuntime
-    catalog: str
-    policy: CatalogPolicy
-    tool_prefix: str | None
-    authorize: Authorize | None
-    audit: AuditSink
+    def __init__(
+        self,
+        runtime: CatalogRuntime,
+        *,
+        catalog: str,
+        policy: CatalogPolicy,
+        tool_prefix: str | None,
+        authorize: Authorize | None,
+        audit: AuditSink,
+    ) -> None:
+        self.runtime = runtime
+        self.catalog = catalog
+        self.policy = policy
+        self.tool_prefix = tool_prefix
+        self.authorize = authorize
+        self.audit = audit
 
     def subscribe_changes(self, listener: ChangeListener) -> None:
         """Forward this catalog's resources/prompts ``list_changed`` to ``listener``."""
@@ -101,9 +113,9 @@ class ContentHandlers:
         client = client if client is not None else current_client()
         runtime = self.runtime
         send = (
-            runtime.subscribe_resource
+            runtime.passthrough.subscribe_resource
             if method == "resources/subscribe"
-            else runtime.unsubscribe_resource
+            else runtime.passthrough.unsubscribe_resource
         )
 
         async def run() -> None:
@@ -132,7 +144,7 @@ class ContentHandlers:
     def list_resources(self) -> list[Resource]:
         return [
             r.model_copy(update={"uri": resource_uri(self.catalog, server, uri)})
-            for server, listing in self.runtime.content_listings()
+            for server, listing in self.runtime.passthrough.content_listings()
             for r in listing.resources
             if (uri := self._listed("resources", server, r.uri)) is not None
         ]
@@ -140,7 +152,7 @@ class ContentHandlers:
     def list_resource_templates(self) -> list[ResourceTemplate]:
         return [
             t.model_copy(update={"uri_template": resource_uri(self.catalog, server, uri)})
-            for server, listing in self.runtime.content_listings()
+            for server, listing in self.runtime.passthrough.content_listings()
             for t in listing.templates
             if (uri := self._listed("resources", server, t.uri_template)) is not None
         ]
@@ -148,7 +160,7 @@ class ContentHandlers:
     def list_prompts(self) -> list[Prompt]:
         return [
             p.model_copy(update={"name": prompt_name(server, p.name, self.tool_prefix)})
-            for server, listing in self.runtime.content_listings()
+            for server, listing in self.runtime.passthrough.content_listings()
             for p in listing.prompts
             if self._listed("prompts", server, p.name) is not None
         ]
@@ -163,7 +175,7 @@ class ContentHandlers:
         async def read() -> ReadResourceResult:
             server, upstream = self._resource_target(uri, record)
             self._refuse_secrets(record, upstream, "this resource read", server)
-            result = await self.runtime.read_resource(
+            result = await self.runtime.passthrough.read_resource(
                 server, upstream, principal=principal, client=client
             )
             result, record.secrets["result"] = self._scan.read_result(result, redact=self._redact)
@@ -209,7 +221,7 @@ class ContentHandlers:
         async def get() -> GetPromptResult:
             server, prompt = self._prompt_target(name, record)
             self._refuse_secrets(record, [prompt, arguments], f"prompt {server}/…", server)
-            result = await self.runtime.get_prompt(
+            result = await self.runtime.passthrough.get_prompt(
                 server, prompt, arguments, principal=principal, client=client
             )
             result, record.secrets["result"] = self._scan.prompt_result(result, redact=self._redact)
@@ -238,7 +250,7 @@ class ContentHandlers:
 
         async def complete() -> CompleteResult:
             server, upstream_ref = self._completion_target(ref, record)
-            return await self.runtime.complete(
+            return await self.runtime.passthrough.complete(
                 server,
                 upstream_ref,
                 argument,
@@ -316,7 +328,6 @@ class ContentHandlers:
         self, record: PendingRecord, principal: str | None, run: Callable[[], Awaitable[_R]]
     ) -> _R:
         """One authorization decision and one audit record, as for a proxy tool call."""
-        started = time.perf_counter()
         outcome = "cancelled"
         annotate(catalog=self.catalog)
         try:
@@ -331,25 +342,10 @@ class ContentHandlers:
         finally:
             annotate(server=record.server, tool=record.tool)
             with anyio.CancelScope(shield=True):  # a cancelled request is audited too
-                await write_record(self.audit, self._entry(record, principal, outcome, started))
-
-    def _entry(
-        self, record: PendingRecord, principal: str | None, outcome: str, started: float
-    ) -> AuditRecord:
-        return AuditRecord(
-            time=utc_now(),
-            catalog=self.catalog,
-            principal=principal,
-            proxy_tool=record.proxy_tool,
-            server=record.server,
-            tool=record.tool,
-            duration_ms=round((time.perf_counter() - started) * 1000.0, 3),
-            outcome=outcome,
-            arguments=redacted_shape(argument_shape(record.arguments), record.secrets),
-            repairs=record.repairs,
-            secrets={k: v for k, v in record.secrets.items() if v} or None,
-            trace=record.trace,
-        )
+                entry = record_of(
+                    record, outcome, catalog=self.catalog, principal=principal, trace=record.trace
+                )
+                await write_record(self.audit, entry)
 
 
 def redact(exc: CartographError, runtime: CatalogRuntime) -> CartographError:

@@ -60,7 +60,7 @@ from cartograph.server.passthrough import (
     ChangeListener,
     UpdateListener,
 )
-from cartograph.server.runtime import CatalogRuntime
+from cartograph.server.runtime.catalog import CatalogRuntime
 from cartograph.server.tools import CALL, DISCOVER, MAX_K, RUN, STATUS, exposed_tools, proxy_tool
 from cartograph.telemetry import annotate, finish, span
 from cartograph.telemetry.spans import OUTCOME_OK
@@ -119,8 +119,12 @@ class ContentSurface(Protocol):
     ) -> CompleteResult: ...
 
 
-class ProxyHandlers(ContentHandlers):
-    """`discover` / `status` / `call` for one catalog, as one MCP mount serves them."""
+class ProxyHandlers:
+    """`discover` / `status` / `call` for one catalog, as one MCP mount serves them.
+
+    Resources and prompts are a held :class:`ContentHandlers` (:attr:`content`),
+    which the methods at the end hand each request to.
+    """
 
     def __init__(
         self,
@@ -142,11 +146,20 @@ class ProxyHandlers(ContentHandlers):
         self._exposed = exposed_tools(self.policy.proxy_tools, code_mode=self.code_mode.enabled)
         self._code = CodeTool(self, self.code_mode) if self.code_mode.enabled else None
         """``run`` (code mode, server/code_tool.py), where ``[code_mode]`` turns it on."""
+        self.content = ContentHandlers(
+            runtime,
+            catalog=catalog,
+            policy=self.policy,
+            tool_prefix=tool_prefix,
+            authorize=authorize,
+            audit=self.audit,
+        )
+        """Resources, prompts, completion and subscriptions (the :class:`ContentSurface`)."""
 
     async def release_client(self, client: str) -> None:
         """A downstream client (an HTTP MCP session) ended: release its resource
         subscriptions, then close its upstream sessions."""
-        await self.runtime.release_subscriptions(client)
+        await self.runtime.passthrough.release_subscriptions(client)
         await self.runtime.gateway.release(client)
 
     async def close_upstreams(self) -> None:
@@ -356,3 +369,61 @@ class ProxyHandlers(ContentHandlers):
                 await learning.record_call(session, call.server, call.tool, outcome_of(result))
         except CartographError as exc:  # the usage log failed: the answer still goes out
             logger.warning("learning could not log %s: %s", call.proxy_tool, exc.code)
+
+    # -- resources and prompts: handed to the held ContentHandlers ---------------
+
+    def subscribe_changes(self, listener: ChangeListener) -> None:
+        self.content.subscribe_changes(listener)
+
+    def subscribe_updates(self, listener: UpdateListener) -> None:
+        self.content.subscribe_updates(listener)
+
+    async def content_settled(self) -> None:
+        await self.content.content_settled()
+
+    def list_resources(self) -> list[Resource]:
+        return self.content.list_resources()
+
+    def list_resource_templates(self) -> list[ResourceTemplate]:
+        return self.content.list_resource_templates()
+
+    def list_prompts(self) -> list[Prompt]:
+        return self.content.list_prompts()
+
+    async def read_resource(
+        self, uri: str, *, principal: str | None, client: str | None = None
+    ) -> ReadResourceResult:
+        return await self.content.read_resource(uri, principal=principal, client=client)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, str] | None,
+        *,
+        principal: str | None,
+        client: str | None = None,
+    ) -> GetPromptResult:
+        return await self.content.get_prompt(name, arguments, principal=principal, client=client)
+
+    async def subscribe_resource(
+        self, uri: str, *, principal: str | None, client: str | None = None
+    ) -> None:
+        await self.content.subscribe_resource(uri, principal=principal, client=client)
+
+    async def unsubscribe_resource(
+        self, uri: str, *, principal: str | None, client: str | None = None
+    ) -> None:
+        await self.content.unsubscribe_resource(uri, principal=principal, client=client)
+
+    async def complete(
+        self,
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context_arguments: dict[str, str] | None,
+        *,
+        principal: str | None,
+        client: str | None = None,
+    ) -> CompleteResult:
+        return await self.content.complete(
+            ref, argument, context_arguments, principal=principal, client=client
+        )

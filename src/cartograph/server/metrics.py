@@ -3,7 +3,7 @@
 Counted as calls finish (:func:`observe`, fed by ``ProxyHandlers`` with the
 same facts its audit record holds): proxy calls, errors and latency per
 catalog, proxy tool, server and tool; ``discover`` latency and abstentions.
-Read at scrape time from every live :class:`~cartograph.server.runtime.CatalogRuntime`
+Read at scrape time from every live :class:`~cartograph.server.runtime.catalog.CatalogRuntime`
 (:class:`_RuntimeCollector`): upstream health, breaker state, pooled
 sessions, in-flight calls, verified cards, drifted and servable tools, and
 the audit sink's spool.
@@ -28,8 +28,8 @@ from cartograph import error_codes as codes
 from cartograph.server.tools import ALL_PROXY_TOOLS
 
 
-class CatalogRuntime(Protocol):
-    """What the gauges read from a runtime (``cartograph.server.runtime.CatalogRuntime``)."""
+class MeteredCatalog(Protocol):
+    """What the gauges read from a runtime (:class:`~cartograph.server.runtime.CatalogRuntime`)."""
 
     name: str
     cards: Any
@@ -147,15 +147,15 @@ def _upstream_labels(
     return server, tool if known(server, tool) else UNKNOWN
 
 
-_RUNTIMES: weakref.WeakSet[CatalogRuntime] = weakref.WeakSet()
+_RUNTIMES: weakref.WeakSet[MeteredCatalog] = weakref.WeakSet()
 
 
-def track(runtime: CatalogRuntime) -> None:
+def track(runtime: MeteredCatalog) -> None:
     """Report ``runtime``'s health at every scrape until it closes (or is collected)."""
     _RUNTIMES.add(runtime)
 
 
-def untrack(runtime: CatalogRuntime) -> None:
+def untrack(runtime: MeteredCatalog) -> None:
     _RUNTIMES.discard(runtime)
 
 
@@ -188,7 +188,7 @@ def _gauge(name: str, documentation: str, per_server: bool) -> GaugeMetricFamily
     return GaugeMetricFamily(f"cartograph_{name}", documentation, labels=labels)
 
 
-def _read(runtime: CatalogRuntime, gauges: dict[str, GaugeMetricFamily]) -> None:
+def _read(runtime: MeteredCatalog, gauges: dict[str, GaugeMetricFamily]) -> None:
     status = runtime.status()
     catalog = runtime.name
     for server in status["servers"]:

@@ -107,7 +107,7 @@ async def gateway_surfaces(
     Upstream sessions are never shared across downstream clients (P-POOL-1).
     """
     from cartograph.server.handlers import ProxyHandlers
-    from cartograph.server.runtime import CatalogRuntime
+    from cartograph.server.runtime.catalog import CatalogRuntime
 
     mounts: list[CatalogMount] = []
     targets: dict[str, ToolSurface] = {}

@@ -1,7 +1,7 @@
 """A fleet on 127.0.0.1: PostgreSQL, N ``cartograph serve --http`` replicas, HAProxy in front.
 
 Shared by ``tests/fleet`` and ``benchmarks/fleet_load.py``. Everything is real:
-Debian's PostgreSQL in a throwaway cluster (:mod:`tests.servers.postgres`),
+Debian's PostgreSQL in a throwaway cluster (:mod:`tests.helpers.postgres`),
 operator cards made by the real CLI (``keys init`` + ``bootstrap``), replicas as
 subprocesses reading one config, and Debian's HAProxy with the config
 ``docs/fleet.md`` shows for the chosen session mode:
@@ -10,7 +10,7 @@ subprocesses reading one config, and Debian's HAProxy with the config
 * ``sticky``: the balancer learns each ``Mcp-Session-Id`` from the response
   that created it and pins the session's later requests to that replica.
 
-The load that runs against it is :mod:`tests.servers.fleet_load`.
+The load that runs against it is :mod:`tests.helpers.fleet_load`.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from typing import Any, Literal
 
 import httpx2
 
-from tests.servers.postgres import PASSWORD, PASSWORD_ENV, Postgres
-from tests.servers.serving import ANNOUNCED, free_port
-from tests.servers.support import SCRIPTABLE
+from tests.helpers.postgres import PASSWORD, PASSWORD_ENV, Postgres
+from tests.helpers.serving import ANNOUNCED, free_port
+from tests.helpers.support import SCRIPTABLE
 
 Mode = Literal["stateless", "sticky"]
 READY_TIMEOUT = 120.0

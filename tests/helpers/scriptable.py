@@ -24,7 +24,7 @@ exists (a server that comes back changed after a restart).
   ``word_count`` and ``slow`` say ``readOnlyHint: true``; ``write_note`` says
   nothing (a write), and ``writes`` counts this process's writes.
 
-Run: ``python tests/servers/scriptable.py [--tools SET] [--start-delay S]
+Run: ``python tests/helpers/scriptable.py [--tools SET] [--start-delay S]
 [--description-file F]``.
 """
 

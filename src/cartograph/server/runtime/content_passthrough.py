@@ -1,16 +1,16 @@
 """A catalog runtime's resource and prompt passthrough: list, read, render, bounded.
 
-Split out of :mod:`cartograph.server.runtime` so that the runtime module keeps
-to cards, drift, index and calls. :class:`ContentPassthrough` is a mixin of
-:class:`~cartograph.server.runtime.CatalogRuntime`: it uses the runtime's
-config, servers, cards, listings and gateway, declared below for the type
-checker, and adds no state of its own.
+:class:`ContentPassthrough` is a component the
+:class:`~cartograph.server.runtime.catalog.CatalogRuntime` holds (``runtime.passthrough``),
+handed what it reads: the catalog's config, servers, current cards, content
+listings and gateway. It adds no state of its own; the subscriptions it holds
+live in :class:`~cartograph.server.passthrough.CatalogContent`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from mcp.types import (
@@ -40,12 +40,27 @@ _Content = TypeVar("_Content", ReadResourceResult, GetPromptResult)
 class ContentPassthrough:
     """Resources and prompts of a catalog's carded servers, through the gateway."""
 
-    config: Config
-    name: str
-    servers: Mapping[str, ServerConfig]
-    cards: VerifiedCards
-    content: CatalogContent
-    gateway: Gateway
+    def __init__(
+        self,
+        *,
+        name: str,
+        config: Config,
+        servers: Mapping[str, ServerConfig],
+        cards: Callable[[], VerifiedCards],
+        content: CatalogContent,
+        gateway: Gateway,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.servers = servers
+        self._cards = cards
+        self.content = content
+        self.gateway = gateway
+
+    @property
+    def cards(self) -> VerifiedCards:
+        """The runtime's cards as they are now (a reload swaps them)."""
+        return self._cards()
 
     def content_listings(self) -> list[tuple[str, ContentListing]]:
         """Each listed server's resources and prompts, in config order.

@@ -1,7 +1,7 @@
 """The client side: connect, doctor, client-status and bridge (D187).
 
 ``connect`` writes, for each client, the entry that client really accepts
-(:data:`cartograph.server.clients.DIALECTS`): for a running HTTP server the
+(:data:`cartograph.cli.client_files.DIALECTS`): for a running HTTP server the
 entries follow its ``/health`` — a routed server (``mount_mode: "routed"``
 and ``routed_path``) gets ONE entry, any other server one per catalog — and
 Claude Desktop gets a stdio ``cartograph bridge`` entry instead of a URL; for
@@ -25,10 +25,7 @@ import typer
 
 from cartograph import error_codes as codes
 from cartograph.cli.app import EXIT_CHECK_FAILED, ConfigOption, JsonOption, app, resolve_config_path
-from cartograph.cli.output import print_json, print_table, stderr, stdout
-from cartograph.errors import CartographError, ConfigError
-from cartograph.fsutil import atomic_write_text
-from cartograph.server.clients import (
+from cartograph.cli.client_files import (
     ServerSpec,
     container_key,
     default_path,
@@ -38,6 +35,9 @@ from cartograph.server.clients import (
     read_servers,
     write_client_text,
 )
+from cartograph.cli.output import print_json, print_table, stderr, stdout
+from cartograph.errors import CartographError, ConfigError
+from cartograph.fsutil import atomic_write_text
 
 PROJECT_FILE: Final = ".cartograph-client.json"
 DEFAULT_TOKEN_ENV: Final = "CARTOGRAPH_TOKEN"  # noqa: S105 - a variable name, not a secret
@@ -260,7 +260,7 @@ class Finding:
 
 def doctor_findings(connection: Connection) -> list[Finding]:
     """Offline: the file parses, every entry is one the client accepts, ours are current."""
-    from cartograph.server.client_check import entry_problems
+    from cartograph.cli.client_check import entry_problems
 
     path = Path(connection.client_config)
     client = connection.client
@@ -581,7 +581,7 @@ def bridge(
     """Serve stdio and forward every message to a streamable HTTP endpoint (no Node needed)."""
     import anyio
 
-    from cartograph.server.bridge import run_bridge
+    from cartograph.server.stdio.bridge import run_bridge
 
     headers = {}
     if token_env is not None:

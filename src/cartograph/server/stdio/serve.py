@@ -3,10 +3,10 @@
 The MCP loop starts before the federation is connected, so a client's
 ``initialize`` is never held up by a slow upstream; `discover`/`call` wait
 (bounded) for the catalog to be ready. stdout carries JSON-RPC only — fd 1
-points at stderr while we serve (:mod:`cartograph.server.stdio_wire`, which
+points at stderr while we serve (:mod:`cartograph.server.stdio.wire`, which
 also spares each message the SDK's worker-thread hops), and all our logging
 goes to stderr (P-STDIO-1). A request the SDK cannot parse still gets its
-JSON-RPC error (:mod:`cartograph.server.stdio_guard`, P-REL-11). SIGTERM/SIGINT
+JSON-RPC error (:mod:`cartograph.server.stdio.guard`, P-REL-11). SIGTERM/SIGINT
 and stdin EOF both end in-flight calls with an error and close every upstream
 session, so no child process outlives the proxy (P-REL-7).
 """
@@ -44,9 +44,9 @@ from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.jsonrpc_refusal import Refusal
 from cartograph.server.passthrough import ChangeListener, UpdateListener
 from cartograph.server.proxy import build_proxy_server
-from cartograph.server.runtime import CatalogRuntime
-from cartograph.server.stdio_guard import guarded_stdio, refusal_record
-from cartograph.server.stdio_wire import fast_stdio
+from cartograph.server.runtime.catalog import CatalogRuntime
+from cartograph.server.stdio.guard import guarded_stdio, refusal_record
+from cartograph.server.stdio.wire import fast_stdio
 from cartograph.server.tools import exposed_tools, proxy_tool
 
 logger = logging.getLogger(__name__)

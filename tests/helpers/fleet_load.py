@@ -1,4 +1,4 @@
-"""The load driver for the fleet of :mod:`tests.servers.fleet`: SDK clients and what they saw.
+"""The load driver for the fleet of :mod:`tests.helpers.fleet`: SDK clients and what they saw.
 
 Shared by ``tests/fleet`` and ``benchmarks/fleet_load.py``. :func:`drive` runs
 SDK streamable-HTTP clients, each call tagged with a unique W3C
@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import httpx2
 
-from tests.servers.fleet import Mode
+from tests.helpers.fleet import Mode
 
 MODERN = "2026-07-28"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from cartograph.server.clients import dialect
+from cartograph.cli.client_files import dialect
 
 _TOKEN: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _PLAIN_REF: Final = re.compile(r"\$\{(?!env:|input:|workspaceFolder|userHome|pathSeparator|/)")

@@ -1,6 +1,6 @@
 """The full ``status`` report of one catalog, built from what the runtime holds.
 
-Split from :class:`~cartograph.server.runtime.CatalogRuntime` so that the
+Split from :class:`~cartograph.server.runtime.catalog.CatalogRuntime` so that the
 runtime holds state and this module only reads it: every server's health,
 card, drift, pool, breaker, load and counters, plus the catalog's totals.
 :mod:`cartograph.server.status_view` turns this into the agent's compact view.

@@ -23,7 +23,7 @@ resolves the document's ``client_id`` (an https URL) to the document in ``F`` â€
 of fetching it over HTTPS, which a loopback test cannot serve â€” refusing it when the
 document does not name that URL as its ``client_id``. Each grant logs its ``client_id``.
 
-Run: ``python tests/servers/oauth_upstream.py --port P --log F [--token-ttl S] [--issuer URL]
+Run: ``python tests/helpers/oauth_upstream.py --port P --log F [--token-ttl S] [--issuer URL]
 [--no-dcr] [--client ID --redirect-uri URI [--client-secret-file F --client-auth M]]
 [--cimd-document F]``.
 """

@@ -1,3 +1,5 @@
+"""The strict type check the stub tests run over generated code."""
+
 from __future__ import annotations
 
 import subprocess

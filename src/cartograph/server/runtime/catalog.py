@@ -16,8 +16,6 @@ found changed is hidden at once, while the index is rebuilt in the background.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -48,15 +46,15 @@ from cartograph.index.serving import (
     serving_cache,
     warm_up,
 )
-from cartograph.index.serving import policy_allows as policy_allows  # content_handlers imports it
 from cartograph.server import metrics
-from cartograph.server.catalog_status import CatalogFacts, catalog_status
-from cartograph.server.content_passthrough import ContentPassthrough
-from cartograph.server.drift_tracker import DriftTracker
 from cartograph.server.input_forwarding import answering, input_gate
 from cartograph.server.offload import run_cpu
 from cartograph.server.passthrough import CatalogContent
-from cartograph.server.serving_index import ServingIndex, ToolKey
+from cartograph.server.runtime.catalog_status import CatalogFacts, catalog_status
+from cartograph.server.runtime.content_passthrough import ContentPassthrough
+from cartograph.server.runtime.drift_tracker import DriftTracker
+from cartograph.server.runtime.maintenance import Maintenance
+from cartograph.server.runtime.serving_index import ServingIndex, ToolKey
 from cartograph.storage import open_audit, open_usage_store
 
 if TYPE_CHECKING:
@@ -68,7 +66,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class CatalogRuntime(ContentPassthrough):
+class CatalogRuntime:
     """A catalog's cards, drift state, index and gateway (see module docstring)."""
 
     def __init__(
@@ -115,9 +113,24 @@ class CatalogRuntime(ContentPassthrough):
             redactor=self.redactor,
             share_sessions=share_sessions,
         )
+        self.passthrough = ContentPassthrough(
+            name=name,
+            config=config,
+            servers=self.servers,
+            cards=lambda: self.cards,
+            content=self.content,
+            gateway=self.gateway,
+        )
+        """Resources, prompts, completion and subscriptions through the gateway."""
         self.validators = SchemaValidators()
         """Each tool's compiled input-schema validator, for the call pipeline's ``validate``."""
-        self._maintenance: asyncio.Task[None] | None = None
+        self.maintenance = Maintenance(
+            name,
+            config.gateway.relist_interval,
+            self.relist,
+            lambda: self.gateway.pool.sweep_idle(),
+        )
+        """The background re-list and idle sweep (pooled mode only: :meth:`start_maintenance`)."""
         self.learning: CatalogLearning | None = None
         """Learning from use (``[learning]``); None when off or its log cannot open."""
 
@@ -191,7 +204,7 @@ class CatalogRuntime(ContentPassthrough):
             policy=policy or _catalog_policy(config, name),
             opener=opener,
             share_sessions=share_sessions,
-            cache=_embedding_cache(config),
+            cache=serving_cache(config),
         )
         runtime.card_errors = card_errors
         try:
@@ -295,27 +308,8 @@ class CatalogRuntime(ContentPassthrough):
 
     def start_maintenance(self) -> None:
         """Start the background re-list and idle sweep (pooled mode; idempotent)."""
-        if self.gateway.mode != "pooled" or self._maintenance is not None:
-            return
-        self._maintenance = asyncio.create_task(
-            self._maintain(), name=f"cartograph:maintain:{self.name}"
-        )
-
-    async def _maintain(self) -> None:
-        """Every ``relist_interval``: re-list each live session, then expire idle sessions.
-
-        The re-list is what catches a rug pull the upstream does not announce
-        (or cannot: a 2026-07-28 SDK server advertises no ``tools.listChanged``),
-        so drift detection never depends on the protocol era.
-        """
-        interval = self.config.gateway.relist_interval
-        while True:
-            await anyio.sleep(interval)
-            try:
-                await self.relist()
-                await self.gateway.pool.sweep_idle()
-            except Exception:  # the maintenance loop must outlive any one failure
-                logger.exception("catalog %s: periodic re-list failed", self.name)
+        if self.gateway.mode == "pooled":
+            self.maintenance.start()
 
     async def relist(self) -> None:
         """Re-list every live upstream session now and fold the result into the drift view."""
@@ -338,10 +332,7 @@ class CatalogRuntime(ContentPassthrough):
 
     async def aclose(self) -> None:
         metrics.untrack(self)
-        if self._maintenance is not None and not self._maintenance.done():
-            self._maintenance.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._maintenance
+        await self.maintenance.aclose()
         await self.index.aclose()
         try:
             await self.gateway.aclose()
@@ -488,19 +479,6 @@ def _catalog_policy(config: Config, name: str) -> CatalogPolicy:
         if catalog.name == name:
             return catalog.policy
     return CatalogPolicy()
-
-
-def _embedding_cache(config: Config) -> EmbeddingCache:
-    return serving_cache(config)
-
-
-def load_verified_cards(config: Config) -> VerifiedCards:
-    """The operator's signed cards from the state directory, verified against the trust set.
-
-    Raises (naming ``cartograph keys init`` / ``cartograph bootstrap``) when there
-    is nothing to serve, rather than serving an empty catalog.
-    """
-    return load_cards(config)[0]
 
 
 def load_cards(config: Config) -> tuple[VerifiedCards, dict[str, str]]:

@@ -4,7 +4,7 @@
 sampled text; ``ask_user`` asks for the user's name (``elicitation/create``, form mode)
 and answers ``ACTION: NAME``. When the client refuses, the tool answers
 ``refused: CODE: MESSAGE`` with the refusal's ``data.code`` (Cartograph's), so a test
-sees through the proxy what the upstream was told. Run: ``python tests/servers/asking.py``.
+sees through the proxy what the upstream was told. Run: ``python tests/helpers/asking.py``.
 """
 
 from __future__ import annotations

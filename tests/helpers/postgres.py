@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.servers.serving import free_port
+from tests.helpers.serving import free_port
 
 USER = "cartograph"
 PASSWORD = "fleet-test-password"

@@ -11,7 +11,7 @@ sends ``notifications/resources/updated`` for ``mem://small`` while it is subscr
 hold against: it percent-decodes the path (as the SDK does) and resolves ``..`` in it
 (as a file system would), so ``mem://files/public%2F..%2Fsecret%2Fkey`` is the secret.
 ``CONTENT_START_DELAY`` seconds pass before it serves (a slow upstream).
-Run: ``python tests/servers/content.py``.
+Run: ``python tests/helpers/content.py``.
 """
 
 from __future__ import annotations
