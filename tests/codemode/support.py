@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,9 @@ class HostFunctions:
 
     def read_only(self, server: str, tool: str) -> bool | None:
         return None
+
+    def connecting(self) -> Mapping[str, str]:
+        return {}
 
     async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         if self.hook is None:

@@ -42,14 +42,20 @@ class ToolNamespace(monty.ClassInstance):
     """A server's tools as methods: each call goes to ``handler``, nothing else is reachable.
 
     No attribute crosses into the sandbox (no eager or lazy attributes), and a
-    method call reaches the host only for a name in ``allowed_methods``.
+    method call reaches the host only for a name in ``allowed_methods``. With
+    ``refusal`` set (a server still connecting), every method call raises what
+    it returns instead: the name is bound, so the program learns why, not a
+    bare ``NameError``.
     """
 
     _: KW_ONLY
     handler: MethodHandler = field(repr=False)
     module: str = ""
+    refusal: Callable[[str], Exception] | None = field(default=None, repr=False)
 
     def call_method(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self.refusal is not None:
+            raise self.refusal(name)
         allowed = self.allowed_methods
         if name == "__call__" or not isinstance(allowed, frozenset) or name not in allowed:
             raise AttributeError(
@@ -59,8 +65,20 @@ class ToolNamespace(monty.ClassInstance):
         return self.handler(name, args, kwargs)
 
 
-def namespace(module: str, functions: frozenset[str], handler: MethodHandler) -> ToolNamespace:
-    """The sandbox value for one server: its ``functions``, each answered by ``handler``."""
+def namespace(
+    module: str,
+    functions: frozenset[str],
+    handler: MethodHandler,
+    refusal: Callable[[str], Exception] | None = None,
+) -> ToolNamespace:
+    """The sandbox value for one server: its ``functions``, each answered by ``handler``.
+
+    ``refusal``: each method call raises ``refusal(name)`` instead (no function is reachable).
+    """
     return ToolNamespace(
-        ServerTools(module), allowed_methods=functions, handler=handler, module=module
+        ServerTools(module),
+        allowed_methods=functions,
+        handler=handler,
+        module=module,
+        refusal=refusal,
     )

@@ -14,7 +14,9 @@ Before that entry the bridge adds what only a program needs:
 * the **call cap**: at most ``max_calls`` inner calls (refused ones count), and
   past it every call raises and the run ends ``code_call_limit``;
 * the **write gate**: a tool whose definition does not say ``readOnlyHint: true``
-  is refused (``code_write_denied``) unless ``allow_writes`` names it;
+  is refused (``code_write_denied``) unless ``allow_writes`` names it; a server
+  still connecting has no live definition yet, so its global and ``call`` to it
+  raise ``starting`` naming it (the ``run`` tool first waits, bounded, for them);
 * **concurrency**: at most ``max_parallel_calls`` of the run's calls in flight;
 * **structure**: each call runs as a child of the run, so the run's end (or its
   deadline) cancels any call the program left running.
@@ -93,6 +95,14 @@ class Federation(Protocol):
         """Whether the live definition says ``readOnlyHint: true``; None: no such tool listed."""
         ...
 
+    def connecting(self) -> Mapping[str, str]:
+        """Each server the caller could use that is still connecting: its global's name → server.
+
+        Its tools are not listed yet, so none is offered: whether one is
+        read-only is only known from the live listing.
+        """
+        ...
+
     async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """One ``call`` through the proxy's entry, exactly as the ``call`` tool makes it."""
         ...
@@ -130,6 +140,11 @@ class Bridge:
         self._modules: dict[str, dict[str, SandboxTool]] = {}
         for tool in federation.tools():
             self._modules.setdefault(tool.module, {})[tool.shape.function] = tool
+        self._connecting = {
+            module: server
+            for module, server in federation.connecting().items()
+            if module not in self._modules
+        }
 
     def globals(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The program's globals: ``inputs`` and one namespace per server it may use."""
@@ -138,6 +153,12 @@ class Bridge:
         bound: dict[str, Any] = {"inputs": dict(inputs)}
         for module, functions in self._modules.items():
             bound[module] = namespace(module, frozenset(functions), self._method(module))
+        for module, server in self._connecting.items():
+
+            def refusal(function: str, server: str = server) -> Exception:
+                return self._still_connecting(server, function)
+
+            bound[module] = namespace(module, frozenset(), self._method(module), refusal)
         return bound
 
     def functions(self) -> dict[str, Any]:
@@ -169,6 +190,8 @@ class Bridge:
     async def _invoke(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
         target = f"{server}/{tool}"
         self._count(target)
+        if server in self._connecting.values():
+            raise self._still_connecting(server, tool)
         self._gate(server, tool)
         started = time.perf_counter()
         async with self._slots:
@@ -198,6 +221,15 @@ class Bridge:
             codes.CODE_WRITE_DENIED,
             f"{name} is not marked read-only, so code may not call it unless the operator "
             'allows it ([code_mode] allow_writes = ["server/tool"]); call it with the call tool',
+        )
+
+    def _still_connecting(self, server: str, tool: str) -> Exception:
+        """A server not listed yet: its tools' write flags are unknown, so none is called."""
+        self.calls.append(CallLine(f"{server}/{tool}", codes.STARTING, 0.0))
+        return self._refusal(
+            codes.STARTING,
+            f"{server} is still connecting (cartograph started moments ago), so its tools "
+            "are not listed yet and code may not call them; run the program again in a moment",
         )
 
     async def _child(self, work: Callable[[], Awaitable[_T]]) -> _T:

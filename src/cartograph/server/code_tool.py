@@ -12,14 +12,16 @@ and every record names the run.
 
 Which tools a program sees: those with a verified card whose live definition
 still matches it (not drifted) and that the catalog's policy allows; a catalog
-that does not expose ``call`` gives the program none.
+that does not expose ``call`` gives the program none. Right after start-up a
+run first waits (bounded, once) for the servers still connecting; one still
+connecting after that is bound to a global that refuses by name.
 """
 
 from __future__ import annotations
 
 import builtins
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from mcp.types import CallToolResult, TextContent
@@ -30,6 +32,7 @@ from cartograph.codemode import Federation, RunId, Sandbox, SandboxTool, check_r
 from cartograph.codemode.bridge import write_allowed
 from cartograph.config.model import CatalogPolicy, CodeModeConfig
 from cartograph.index.serving import policy_allows
+from cartograph.server.content_handlers import FIRST_LIST_WAIT
 from cartograph.server.tools import CALL, DISCOVER, RUN
 from cartograph.stubs.naming import Namespace, module_name
 from cartograph.stubs.shapes import ToolShape, tool_shapes
@@ -60,6 +63,10 @@ class CodeMount(Protocol):
 SANDBOX_GLOBALS: Final = frozenset({"inputs", "call", "discover", "asyncio"})
 """Names a server's namespace may not take: the program's own globals, and every builtin."""
 READ_ONLY_HINT: Final = "readOnlyHint"
+CONNECT_WAIT: Final = FIRST_LIST_WAIT
+"""Seconds a run right after start-up waits for the servers still connecting (once, as
+the first resources/prompts listing does); a server still connecting after it is refused
+by name in the program."""
 
 
 class CodeTool:
@@ -82,6 +89,8 @@ class CodeTool:
         arguments = request.arguments or {}
         code = arguments.get("code")
         inputs = check_request(code, arguments.get("inputs"), self.settings)
+        # a program's functions come from live listings: let those still connecting arrive
+        await self.handlers.runtime.settled(CONNECT_WAIT)
         run = RunId.of(request.trace)
         federation = MountFederation(self, request, run)
         report = await run_program(
@@ -181,6 +190,22 @@ class MountFederation(Federation):
                     read_only = self.read_only(server, name) is True
                     found.append(SandboxTool(server, name, module, shape, read_only))
         return found
+
+    def connecting(self) -> Mapping[str, str]:
+        """The carded servers not listed yet that the caller may use at least one tool of."""
+        handlers = self.handlers
+        if CALL not in handlers.exposed:
+            return {}
+        unchecked = handlers.runtime.unchecked
+        cards = handlers.runtime.cards
+        return {
+            module: server
+            for server, module in self.code.modules().items()
+            if server in unchecked
+            and any(
+                policy_allows(handlers.policy, server, t) for t in self.code.shapes(cards[server])
+            )
+        }
 
     def _callable(self, server: str, tool: str) -> bool:
         handlers = self.handlers
