@@ -1,4 +1,4 @@
-"""The client side: connect, doctor, client-status and bridge (D187).
+"""The client side: connect, doctor, client-status and bridge (docs/decisions/0001).
 
 ``connect`` writes, for each client, the entry that client really accepts
 (:data:`cartograph.cli.client_files.DIALECTS`): for a running HTTP server the

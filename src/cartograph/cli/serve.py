@@ -72,7 +72,7 @@ def _load(config_path: Path | None, mode: str | None = None) -> Config:
 def pick_catalog(config: Config, name: str | None) -> ResolvedCatalog:
     """The configured catalog called ``name``; required when two or more are configured.
 
-    Taking the first one silently is the implicit default D187 argues against:
+    Taking the first one silently is the implicit default docs/decisions/0001 rules out:
     the routed HTTP mount requires ``catalog`` for the same reason.
     """
     from cartograph.config.catalogs import resolve_catalogs

@@ -1,4 +1,4 @@
-"""What design record D187 forbids in a catalog declaration, checked on plain values.
+"""What docs/decisions/0001 forbids in a catalog declaration, checked on plain values.
 
 These rules hold for every :class:`~cartograph.config.model.Config`, so the
 model's validator runs them; :mod:`cartograph.config.catalogs` runs them again

@@ -1,10 +1,10 @@
-"""Catalogs as served: names, members, prefixes and the mount mode (design record D187).
+"""Catalogs as served: names, members, prefixes and the mount mode (docs/decisions/0001).
 
 A config names zero or more catalogs; each is a federation of its own served
 at ``/mcp/<name>``. With none configured, one implicit catalog called
 ``default`` holds every enabled server. This module turns the config plus the
 effective mount mode into :class:`ResolvedCatalog` values and refuses, with a
-message naming the catalog and the key, every combination D187 forbids:
+message naming the catalog and the key, every combination the decision forbids:
 
 * an explicit ``tool_prefix`` while routing is on (it contradicts the request
   to route: the routed mount exists to shrink names, not re-inflate them);

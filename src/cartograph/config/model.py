@@ -563,7 +563,7 @@ class Config(_Section):
 
     @model_validator(mode="after")
     def _catalogs_fit_mount_mode(self) -> Config:
-        """Refuse at load what D187 forbids (the serve command re-checks with env/flag)."""
+        """Refuse at load what docs/decisions/0001 forbids (serve re-checks with env/flag)."""
         mode = self.http.mount_mode
         check_catalog_names([c.name for c in self.catalogs], mode)
         known = {s.name for s in self.servers}

@@ -1,4 +1,6 @@
-"""The routed mount: one tool surface for several catalogs, the catalog as an argument (D187).
+"""The routed mount: one tool surface for several catalogs, the catalog as an argument.
+
+The design is docs/decisions/0001-catalogs-and-the-routed-mount.md.
 
 A client that adds N catalogs as N entries pays N copies of the same tool
 schemas on every model round-trip. The routed mount serves the union of the

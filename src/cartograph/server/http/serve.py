@@ -2,7 +2,7 @@
 
 Start-up refuses, before any upstream is touched, a bind beyond loopback
 without the explicit ``allow_remote`` flag or without tokens (P-HTTP-2), and
-every catalog/mount-mode combination D187 forbids (``resolve_catalogs``).
+every catalog/mount-mode combination docs/decisions/0001 forbids (``resolve_catalogs``).
 """
 
 from __future__ import annotations
