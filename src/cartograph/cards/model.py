@@ -12,13 +12,28 @@ definition by digest (the drift pins), so a change to it is noticed.
 Format 2 added ``when_to_use``, ``synonyms`` and ``examples``; a card in any
 other format is refused at load (``card_format``), and ``cartograph
 bootstrap`` rewrites it.
+
+A tool the operator reshaped (``config/transforms.py``) carries a
+:class:`Transform`: the card's ``name``, ``input_schema`` and text are then the
+tool *as served* (what ranking, ``discover``, stubs and Rift see), and the
+transform says how a call maps back to the upstream's own name and arguments.
+The pins stay on the upstream's real definition. A tool without one renders
+exactly as before (no ``transform`` key), so older cards verify unchanged; a
+card with one is refused by a Cartograph that does not read it (``card_shape``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 CARD_FORMAT_VERSION: Final = 2
 MAX_EXAMPLES: Final = 8
@@ -59,6 +74,35 @@ class Pins(_Frozen):
     title: str
 
 
+class HiddenArgument(_Frozen):
+    """An upstream argument the agent never sees; the proxy fills it in on every call.
+
+    ``fixed``: ``value`` is sent. ``env``: the proxy's environment variable
+    ``env`` is read at call time (refused with ``config_env_var`` when it is not
+    set). ``omitted``: never sent, so the upstream's default applies.
+    """
+
+    source: Literal["fixed", "env", "omitted"]
+    value: JsonValue = None
+    env: str = ""
+
+
+class Transform(_Frozen):
+    """How a served tool maps back to its upstream's (signed with the rest of the card).
+
+    ``upstream`` is the upstream's tool name and ``input_schema`` its input
+    schema (prose sanitised), which a mapped call must match. ``renamed`` maps
+    a served argument name to the upstream's; ``hidden`` maps an upstream
+    argument the agent may not set to how it is filled in.
+    """
+
+    upstream: str = Field(min_length=1)
+    title: str | None = None
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    renamed: dict[str, str] = Field(default_factory=dict)
+    hidden: dict[str, HiddenArgument] = Field(default_factory=dict)
+
+
 class ToolCard(_Frozen):
     """One tool as the operator describes it, pinned to the definition it saw.
 
@@ -79,6 +123,20 @@ class ToolCard(_Frozen):
     output_schema: dict[str, Any] | None = None
     digest: str
     pins: Pins
+    transform: Transform | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_transform(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A tool with no transform renders as cards did before transforms existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("transform", 0) is None:
+            del data["transform"]
+        return data
+
+    @property
+    def upstream_name(self) -> str:
+        """The upstream's own name for this tool (the served name, unless renamed)."""
+        return self.transform.upstream if self.transform is not None else self.name
 
 
 class Provenance(_Frozen):
@@ -110,6 +168,10 @@ class CardBody(_Frozen):
 
     def tool(self, name: str) -> ToolCard | None:
         return next((t for t in self.tools if t.name == name), None)
+
+    def by_upstream(self, name: str) -> ToolCard | None:
+        """The tool the upstream lists as ``name`` (served under its own or another name)."""
+        return next((t for t in self.tools if t.upstream_name == name), None)
 
     @property
     def server(self) -> str:
@@ -149,9 +211,11 @@ __all__ = [
     "Capability",
     "Card",
     "CardBody",
+    "HiddenArgument",
     "Identity",
     "Pins",
     "Provenance",
     "Signature",
     "ToolCard",
+    "Transform",
 ]
