@@ -26,6 +26,7 @@ from cartograph.cards.trust import load_trust
 from cartograph.config.model import Config
 from cartograph.config.transforms import ToolTransform
 from cartograph.rift.analysis import tools_from_cards
+from cartograph.rift.diagnosis import MemberText, override_text
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.runtime import CatalogRuntime
 from cartograph.stubs.generate import generate_stubs
@@ -200,5 +201,36 @@ async def test_stubs_rift_and_code_mode_see_the_served_shape(
         source = "\n".join(generate_stubs(cards).files.values())
         assert "def bill_customer(" in source and "amount: int" in source
         assert "create_invoice" not in source and "account_id" not in source
-        rift = {(t.server, t.tool) for t in tools_from_cards({"billing": cards["billing"]})}
-        assert rift == {("billing", "bill_customer"), ("billing", "list_invoices")}
+        rift = {t.tool: t for t in tools_from_cards({"billing": cards["billing"]})}
+        assert set(rift) == {"bill_customer", "list_invoices"}
+        served = rift["bill_customer"]
+        member = MemberText("billing", served.tool, frozenset(), (), upstream=served.upstream)
+        # Rift's suggested override is keyed as the overrides file keys it: by upstream name.
+        assert override_text(member, "Bill.").startswith("[servers.billing.tools.create_invoice]")
+
+
+@pytest.mark.anyio
+async def test_code_modes_write_gate_reads_a_renamed_tools_own_annotations(
+    tmp_path: Path,
+) -> None:
+    """A renamed read-only tool still runs from code; a renamed write is still refused."""
+    from cartograph.config.model import CodeModeConfig
+    from tests.codemode.support import notes, run_tool
+
+    reshape = {
+        "read_note": ToolTransform.model_validate(
+            {"name": "open_note", "args": {"name": {"name": "title"}}}
+        ),
+        "write_note": ToolTransform(name="save_note"),
+    }
+    base = config_for(tmp_path, notes().model_copy(update={"tools": reshape}))
+    config = base.model_copy(update={"code_mode": CodeModeConfig(enabled=True, wall_time=20.0)})
+    async with serving(config) as h:
+        result = await run_tool(h, 'await notes.open_note(title="alpha")')
+        assert not result.is_error, text(result)
+        assert isinstance(result.structured_content, dict)
+        assert result.structured_content["value"] == "one two three"
+        refused = await run_tool(h, 'await notes.save_note(name="n", text="t")')
+        assert code(refused) == "code_write_denied"
+        assert text(await call(h, "notes", "writes")) == "0"
+        await h.close_upstreams()
