@@ -66,7 +66,7 @@ def served_server(server: ServerDef, reshaped: Mapping[str, Reshaped]) -> Server
 
 def _reshape_tool(server: str, tool: ToolDef, spec: ToolTransform) -> Reshaped:
     where = f"{server}/{tool.name}"
-    props, needed = properties(tool.input_schema), set(required(tool.input_schema))
+    props = properties(tool.input_schema)
     unknown = sorted(set(spec.args) - set(props))
     if unknown:
         raise GeneratorError(
@@ -74,45 +74,60 @@ def _reshape_tool(server: str, tool: ToolDef, spec: ToolTransform) -> Reshaped:
             f"its arguments are {sorted(props)}",
             code=codes.TRANSFORM_UNKNOWN_ARGUMENT,
         )
-    served_props: dict[str, Any] = {}
-    renamed: dict[str, str] = {}
-    hidden: dict[str, HiddenArgument] = {}
-    for name, prop in props.items():
-        arg = spec.args.get(name, ArgumentTransform())
-        if arg.hidden:
-            hidden[name] = _hidden(where, name, prop, arg, name in needed)
-            continue
-        served_name = arg.name or name
-        if served_name != name:
-            if served_name in props or served_name in renamed:
-                raise _collision(
-                    where,
-                    f"argument {name!r} is served as {served_name!r}, another argument's name",
-                )
-            renamed[served_name] = name
-        served_props[served_name] = _served_property(where, name, prop, arg)
-    back = {upstream: served for served, upstream in renamed.items()}
-    schema = dict(tool.input_schema)
-    schema["properties"] = served_props
-    if "required" in schema:
-        schema["required"] = [
-            back.get(n, n) for n in required(tool.input_schema) if n not in hidden
-        ]
+    shape = _Arguments.of(where, tool.input_schema, spec)
     served = tool.model_copy(
         update={
             "name": spec.name or tool.name,
             "title": spec.title if spec.title is not None else tool.title,
-            "input_schema": schema,
+            "input_schema": shape.served_schema(tool.input_schema),
         }
     )
     transform = Transform(
         upstream=tool.name,
         title=spec.title,
         input_schema=sanitise_schema(tool.input_schema),
-        renamed=renamed,
-        hidden=hidden,
+        renamed=shape.renamed,
+        hidden=shape.hidden,
     )
     return Reshaped(served, transform)
+
+
+@dataclass
+class _Arguments:
+    """One tool's arguments as served: their schemas, the renames, the hidden ones."""
+
+    served: dict[str, Any]
+    renamed: dict[str, str]
+    hidden: dict[str, HiddenArgument]
+
+    @classmethod
+    def of(cls, where: str, schema: Mapping[str, Any], spec: ToolTransform) -> _Arguments:
+        needed = set(required(schema))
+        out = cls({}, {}, {})
+        props = properties(schema)
+        for name, prop in props.items():
+            arg = spec.args.get(name, ArgumentTransform())
+            if arg.hidden:
+                out.hidden[name] = _hidden(where, name, prop, arg, name in needed)
+                continue
+            served_name = arg.name or name
+            if served_name != name:
+                if served_name in props or served_name in out.renamed:
+                    raise _collision(
+                        where,
+                        f"argument {name!r} is served as {served_name!r}, another argument's name",
+                    )
+                out.renamed[served_name] = name
+            out.served[served_name] = _served_property(where, name, prop, arg)
+        return out
+
+    def served_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """The upstream's input schema with these arguments in place of its own."""
+        back = {upstream: served for served, upstream in self.renamed.items()}
+        out = {**schema, "properties": self.served}
+        if "required" in schema:
+            out["required"] = [back.get(n, n) for n in required(schema) if n not in self.hidden]
+        return out
 
 
 def _hidden(
