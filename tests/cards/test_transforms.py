@@ -18,7 +18,7 @@ from cartograph.cards.digest import tool_digest, tool_pins
 from cartograph.cards.drift import check_drift
 from cartograph.cards.generators.template import TemplateGenerator
 from cartograph.cards.keys import SigningKey
-from cartograph.cards.model import Card
+from cartograph.cards.model import Card, Pins, ToolCard
 from cartograph.cards.overrides import (
     Overrides,
     OverridingGenerator,
@@ -28,7 +28,7 @@ from cartograph.cards.overrides import (
 from cartograph.cards.signing import parse_card, render_card, sign_card, verify_card
 from cartograph.cards.transforms import describe_transform, reshape_server, served_server
 from cartograph.cards.trust import TrustSet
-from cartograph.cards.verified import VerifiedCards
+from cartograph.cards.verified import VerifiedCards, fingerprint
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
 from cartograph.config.loader import build_config
 from cartograph.config.transforms import ToolTransform
@@ -150,6 +150,11 @@ def test_a_card_without_transforms_renders_exactly_as_before() -> None:
     card = attested(BILLING, Overrides())
     assert b'"transform"' not in render_card(card)
     assert all(t.transform is None for t in card.body.tools)
+    # Learning keys its evidence by this fingerprint: the same value the code before
+    # transforms computed for this entry, so an upgrade keeps every tool's evidence.
+    pins = Pins(description="d", input_schema="i", output_schema="o", annotations="a", title="t")
+    entry = ToolCard(name="add", description="Add.", digest="x", pins=pins, input_schema={})
+    assert fingerprint(entry) == "464e66413adec47427a4539cd217d9423880fb99c3d49097e6c1d6f49aba2ce7"
 
 
 def test_an_overrides_file_without_transforms_keeps_its_digest() -> None:

@@ -26,14 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    JsonValue,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 CARD_FORMAT_VERSION: Final = 2
 MAX_EXAMPLES: Final = 8
@@ -103,6 +96,21 @@ class Transform(_Frozen):
     hidden: dict[str, HiddenArgument] = Field(default_factory=dict)
 
 
+_NO_TRANSFORM: Final = {"transform"}
+
+
+def without_absent(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Dumped tools with each ``"transform": null`` dropped: cards render as before transforms.
+
+    Done on the dumped value rather than in the model's serializer: a per-field
+    exclusion rule made every card dump about half as slow again (callgrind).
+    """
+    for tool in tools:
+        if tool.get("transform", 0) is None:
+            del tool["transform"]
+    return tools
+
+
 class ToolCard(_Frozen):
     """One tool as the operator describes it, pinned to the definition it saw.
 
@@ -124,14 +132,13 @@ class ToolCard(_Frozen):
     digest: str
     pins: Pins
     transform: Transform | None = None
+    """Set for a reshaped tool; when absent it is not rendered (:func:`without_absent`)."""
 
-    @model_serializer(mode="wrap")
-    def _without_absent_transform(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A tool with no transform renders as cards did before transforms existed."""
-        data = handler(self)
-        if isinstance(data, dict) and data.get("transform", 0) is None:
-            del data["transform"]
-        return data
+    def json_dict(self) -> dict[str, Any]:
+        """This tool's part of the signed JSON value (no ``transform`` key when it has none)."""
+        return self.model_dump(
+            mode="json", exclude=_NO_TRANSFORM if self.transform is None else None
+        )
 
     @property
     def upstream_name(self) -> str:
@@ -183,7 +190,9 @@ class CardBody(_Frozen):
 
     def json_dict(self) -> dict[str, Any]:
         """The exact JSON value that is canonicalised and signed."""
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        without_absent(data["tools"])
+        return data
 
 
 class Card(_Frozen):
@@ -202,7 +211,9 @@ class Card(_Frozen):
         return self.body.tool(name)
 
     def json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        without_absent(data["body"]["tools"])
+        return data
 
 
 __all__ = [
