@@ -11,10 +11,7 @@ area tables it links to) document exactly these codes, and
 ``tests/test_error_codes.py`` checks the two against each other both ways. A
 constant's name is its code in upper case.
 
-Codes reach users in four places: a :class:`~cartograph.errors.CartographError`'s
-``code`` (CLI messages, ``--json``), ``structuredContent.error.code`` of an MCP
-tool error, ``data.code`` of an HTTP-level JSON-RPC refusal, and the ``outcome``
-of an audit record.
+Where a code reaches users (CLI, MCP tool error, JSON-RPC refusal, audit): docs/errors.md.
 """
 
 from __future__ import annotations
@@ -347,6 +344,10 @@ OVERRIDE_UNKNOWN_TOOL: Final = _code(
 OVERRIDE_BAD_EXAMPLE: Final = _code(
     "override_bad_example", "an override's example does not match the input schema"
 )
+TRANSFORM_UNKNOWN_ARGUMENT: Final = _code("transform_unknown_argument", "no such upstream argument")
+TRANSFORM_NEEDS_VALUE: Final = _code("transform_needs_value", "a hidden required arg has no value")
+TRANSFORM_NAME_COLLISION: Final = _code("transform_name_collision", "a served name is taken")
+TRANSFORM_BAD_NARROWING: Final = _code("transform_bad_narrowing", "allows a value upstream refuses")
 TOOL_DRIFTED: Final = _code("tool_drifted", "the tool's definition changed since attestation")
 TOOL_UNATTESTED: Final = _code("tool_unattested", "the tool is served but no signed card covers it")
 TOOL_MISSING: Final = _code("tool_missing", "the tool is in its card but no longer served")
@@ -387,6 +388,8 @@ SHUTTING_DOWN: Final = _code("shutting_down", "the proxy is shutting down")
 BAD_META_CALL: Final = _code(
     "bad_meta_call", "a malformed `call` (server/tool/arguments not as documented)"
 )
+ARGUMENT_HIDDEN: Final = _code("argument_hidden", "the call sets an argument the operator fills in")
+TRANSFORM_MISMATCH: Final = _code("transform_mismatch", "the mapped call fails the upstream schema")
 UNKNOWN_PROXY_TOOL: Final = _code("unknown_proxy_tool", "the proxy has no tool by that name")
 TOOL_DENIED: Final = _code("tool_denied", "the catalog's allow/deny policy refuses the tool")
 TOOL_NOT_EXPOSED: Final = _code(

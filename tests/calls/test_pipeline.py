@@ -249,6 +249,7 @@ def test_the_steps_run_in_the_documented_order() -> None:
         "known_server",
         "card_intact",
         "drift",
+        "transform",
         "validate",
         "scan_arguments",
         "forward",

@@ -20,6 +20,8 @@ exists (a server that comes back changed after a restart).
   hyphenated name with an output schema, a keyword-named argument with an enum
   default, a tool that reports ``isError``, and one that echoes exactly the
   arguments it received.
+* ``billing`` is one ``create_invoice`` tool for tool transforms: it answers with
+  exactly the arguments it received (as JSON), so a test sees the upstream's shape.
 * ``notes`` is a small notebook for code mode: ``list_notes``, ``read_note``,
   ``word_count`` and ``slow`` say ``readOnlyHint: true``; ``write_note`` says
   nothing (a write), and ``writes`` counts this process's writes.
@@ -275,6 +277,28 @@ async def _stub_call(_ctx: Context, params: types.CallToolRequestParams) -> type
     return _text(f"unknown tool {params.name}", is_error=True)
 
 
+def _billing_tools() -> list[types.Tool]:
+    return [
+        _tool(
+            "create_invoice",
+            "Create an invoice for an account.",
+            {
+                "account_id": {"type": "string", "description": "The account billed."},
+                "amount_cents": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
+                "currency": {"type": "string", "enum": ["EUR", "USD", "GBP", "JPY"]},
+                "memo": {"type": "string"},
+                "region": {"type": "string"},
+            },
+            ["account_id", "amount_cents", "currency"],
+        ),
+        _tool("list_invoices", "List the invoices of an account.", {}, []),
+    ]
+
+
+async def _billing_call(_ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    return _text(json.dumps({"tool": params.name, "arguments": params.arguments or {}}))
+
+
 NOTES: dict[str, str] = {"alpha": "one two three", "beta": "four five", "gamma": "six"}
 READ_ONLY = types.ToolAnnotations(read_only_hint=True)
 
@@ -337,6 +361,7 @@ TOOLSETS: dict[str, tuple[Callable[[], list[types.Tool]], CallHandler]] = {
     "echo": (_echo_tools, _echo_call),
     "stubs": (_stub_tools, _stub_call),
     "notes": (_note_tools, _note_call),
+    "billing": (_billing_tools, _billing_call),
 }
 
 
@@ -345,6 +370,7 @@ SERVER_NAMES = {
     "echo": "echo-upstream",
     "stubs": "stub-upstream",
     "notes": "notes-upstream",
+    "billing": "billing-upstream",
 }
 
 

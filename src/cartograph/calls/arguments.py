@@ -182,14 +182,20 @@ class SchemaValidators:
     """
 
     def __init__(self) -> None:
-        self._compiled: dict[tuple[str, str], tuple[ToolCard, SchemaValidator | None]] = {}
+        self._compiled: dict[tuple[str, str, bool], tuple[ToolCard, SchemaValidator | None]] = {}
 
-    def get(self, server: str, tool_card: ToolCard) -> SchemaValidator | None:
-        key = (server, tool_card.name)
+    def get(
+        self, server: str, tool_card: ToolCard, *, upstream: bool = False
+    ) -> SchemaValidator | None:
+        """The served input schema's validator, or (``upstream``) a reshaped tool's upstream one."""
+        key = (server, tool_card.name, upstream)
         cached = self._compiled.get(key)
         if cached is not None and cached[0] is tool_card:
             return cached[1]
-        validator = compile_validator(tool_card.input_schema)
+        schema = tool_card.input_schema
+        if upstream:
+            schema = tool_card.transform.input_schema if tool_card.transform else {}
+        validator = compile_validator(schema)
         self._compiled[key] = (tool_card, validator)
         return validator
 

@@ -16,7 +16,10 @@ to refuse, and every refusal comes before any upstream I/O::
     known_server  the server is in this catalog
     card_intact   the card's signature, header and this tool's entry (P-SIG-3)
     drift         the tool is attested and its live definition still matches
-    validate      the arguments match the attested input schema (P-TOOL-1)
+    transform     a reshaped tool's call mapped to the upstream's name and arguments
+                  (hidden ones filled in; calls/transform.py)
+    validate      the arguments match the attested (served) input schema (P-TOOL-1),
+                  and a mapped call the upstream's
     scan_arguments  no secret in the arguments, or none sent (P-SEC-1; calls/secrets.py)
     forward       the gateway: breaker, bulkhead, pool partition, deadline
     redact_secrets  each secret in the result replaced by a marker naming its class
@@ -47,6 +50,7 @@ from cartograph.calls.arguments import (
 )
 from cartograph.calls.request import Answer, Call, CallRequest
 from cartograph.calls.secrets import redact_secrets, scan_arguments
+from cartograph.calls.transform import check_upstream, transform
 from cartograph.cards.drift import DriftReport
 from cartograph.cards.verified import VerifiedCards
 from cartograph.config.model import CatalogPolicy, GatewayConfig, ServerConfig
@@ -72,7 +76,7 @@ from cartograph.gateway.results import (
     redact_error_result,
 )
 from cartograph.gateway.secret_scan import redacted_shape
-from cartograph.index.serving import policy_allows
+from cartograph.index.serving import tool_allowed
 from cartograph.suggest import did_you_mean
 from cartograph.telemetry import annotate
 
@@ -204,9 +208,15 @@ async def audit_open(site: CallSite, call: Call) -> None:
 
 
 async def policy(site: CallSite, call: Call) -> None:
-    """The catalog's allow/deny over ``server/tool`` (``tool_denied``)."""
+    """The catalog's allow/deny over ``server/tool`` (``tool_denied``).
+
+    A tool served under another name is matched by both names: a rule that
+    denies either denies it (a client file's ``disabledTools`` name the
+    upstream's), and one that allows either allows it.
+    """
     target = call.resolved
-    if not policy_allows(site.policy, target.server, target.tool):
+    names = {target.tool, _upstream_name(site.runtime, target.server, target.tool)}
+    if not tool_allowed(site.policy, target.server, names):
         raise PolicyError(
             f"{target.server}/{target.tool} is not allowed in catalog {site.catalog!r} "
             f'(catalogs[name="{site.catalog}"].policy allow/deny)',
@@ -214,6 +224,13 @@ async def policy(site: CallSite, call: Call) -> None:
             server=target.server,
             tool=target.tool,
         )
+
+
+def _upstream_name(catalog: CatalogState, server: str, tool: str) -> str:
+    """The upstream's name of the tool ``server`` serves as ``tool`` (``tool`` when none)."""
+    card = catalog.cards.get(server) if server in catalog.servers else None
+    entry = card.body.tool(tool) if card is not None else None
+    return entry.upstream_name if entry is not None else tool
 
 
 async def known_server(site: CallSite, call: Call) -> None:
@@ -263,6 +280,13 @@ def admit(catalog: CatalogState, server: str, tool: str) -> None:
         raise entry.error()
 
 
+def admit_upstream(catalog: CatalogState, server: str, upstream: str) -> None:
+    """:func:`admit` for a tool named as its upstream lists it (the gateway's re-check)."""
+    card = catalog.cards.get(server)
+    entry = card.body.by_upstream(upstream) if card is not None else None
+    admit(catalog, server, entry.name if entry is not None else upstream)
+
+
 def _offered_tools(catalog: CatalogState, server: str) -> list[str]:
     """Tools of ``server`` a suggestion may name: carded, exposed, allowed by policy."""
     card = catalog.cards.get(server)
@@ -271,28 +295,39 @@ def _offered_tools(catalog: CatalogState, server: str) -> list[str]:
     return [
         t.name
         for t in card.body.tools
-        if policy_allows(catalog.policy, server, t.name)
+        if tool_allowed(catalog.policy, server, {t.name, t.upstream_name})
         and ((e := catalog.drift.get(server, t.name)) is None or e.exposed)
     ]
 
 
 async def validate(site: CallSite, call: Call) -> None:
-    """The arguments match the attested input schema (``bad_arguments`` shows it)."""
+    """The arguments match the attested input schema (``bad_arguments`` shows it).
+
+    For a reshaped tool that is the served (narrowed) schema; the call
+    ``transform`` mapped must then match the upstream's (``transform_mismatch``).
+    """
     target, tool_card = call.resolved, call.tool_card
     assert tool_card is not None  # drift refuses a tool the card does not have
+    validators = site.runtime.validators
     validate_arguments(
         target.server,
         target.tool,
         tool_card.input_schema,
         target.arguments,
         tool_card.example,
-        validator=site.runtime.validators.get(target.server, tool_card),
+        validator=validators.get(target.server, tool_card),
     )
+    if call.upstream is not None:
+        mapped = validators.get(target.server, tool_card, upstream=True)
+        check_upstream(target.server, tool_card, call.upstream.arguments, mapped)
 
 
 async def forward(site: CallSite, call: Call) -> None:
-    """Send it upstream through the gateway, on the caller's pool partition."""
-    target, request = call.resolved, call.request
+    """Send it upstream through the gateway, on the caller's pool partition.
+
+    What is sent is :attr:`Call.sent`: for a reshaped tool, the mapped call.
+    """
+    target, request = call.sent, call.request
     call.result = await site.runtime.gateway.call(
         target.server,
         target.tool,
@@ -340,6 +375,7 @@ TOOL_CALL: Final[tuple[Step, ...]] = (
     known_server,
     card_intact,
     drift,
+    transform,
     validate,
     scan_arguments,
     forward,

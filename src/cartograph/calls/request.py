@@ -62,6 +62,8 @@ class Call:
     """Set by ``resolve`` for a tool call: server, tool, arguments and the repairs made."""
     tool_card: ToolCard | None = None
     """Set by ``card_intact``: the card's entry for this tool, verified intact."""
+    upstream: MetaCall | None = None
+    """Set by ``transform`` for a reshaped tool: the call in the upstream's own shape."""
     result: CallToolResult | None = None
     found: DiscoverResult | None = None
     """What ``discover`` found (metrics and learning read it)."""
@@ -77,6 +79,11 @@ class Call:
         if self.target is None:
             raise RuntimeError("this call has no upstream target (resolve did not run)")
         return self.target
+
+    @property
+    def sent(self) -> MetaCall:
+        """What ``forward`` sends: the mapped call of a reshaped tool, else the target."""
+        return self.upstream if self.upstream is not None else self.resolved
 
     @property
     def server(self) -> str | None:

@@ -20,9 +20,10 @@ from cartograph.cards.generators.template import TemplateGenerator
 from cartograph.cards.keys import SigningKey
 from cartograph.cards.model import CardBody, Identity, Provenance, ToolCard
 from cartograph.cards.signing import sign_card, verify_card
+from cartograph.cards.transforms import Reshaped
 from cartograph.cards.trust import TrustSet
 from cartograph.cards.verified import VerifiedCards
-from cartograph.catalog.model import Catalog, ServerDef
+from cartograph.catalog.model import Catalog, ServerDef, ToolDef
 from cartograph.config.model import ServerConfig
 from cartograph.errors import GeneratorError
 
@@ -69,15 +70,24 @@ def build_body(
     identity: Identity | None = None,
     created_at: str | None = None,
     overrides_digest: str | None = None,
+    reshaped: Mapping[str, Reshaped] | None = None,
 ) -> CardBody:
-    """Assemble one server's card body from generator text and the served definitions."""
-    missing = [t.name for t in server.tools if t.name not in text.tools]
+    """Assemble one server's card body from generator text and the served definitions.
+
+    ``reshaped`` (by upstream tool name, from ``cards/transforms.py``) gives a
+    tool's served definition and transform; ``text`` is then keyed by served
+    names. The pins are always the upstream definition's.
+    """
+    shapes = {t.name: _shape(t, reshaped) for t in server.tools}
+    missing = [
+        shape.served.name for shape in shapes.values() if shape.served.name not in text.tools
+    ]
     if missing:
         raise GeneratorError(
             f"generator {info.name} wrote no text for {server.name!r} tools {missing[:5]}",
             code=codes.GENERATOR_INCOMPLETE,
         )
-    tools = tuple(_tool_card(server, name, text) for name in (t.name for t in server.tools))
+    tools = tuple(_tool_card(tool, shapes[tool.name], text) for tool in server.tools)
     return CardBody(
         identity=identity or identity_for(server),
         capability=text.capability,
@@ -94,22 +104,27 @@ def build_body(
     )
 
 
-def _tool_card(server: ServerDef, name: str, text: ServerText) -> ToolCard:
-    tool = server.tool(name)
-    assert tool is not None  # names come from server.tools
-    written = text.tools[name]
+def _shape(tool: ToolDef, reshaped: Mapping[str, Reshaped] | None) -> Reshaped:
+    found = reshaped.get(tool.name) if reshaped is not None else None
+    return found if found is not None else Reshaped(tool)
+
+
+def _tool_card(tool: ToolDef, shape: Reshaped, text: ServerText) -> ToolCard:
+    served = shape.served
+    written = text.tools[served.name]
     return ToolCard(
-        name=tool.name,
+        name=served.name,
         description=written.description,
         arguments=written.arguments,
         when_to_use=written.when_to_use,
         synonyms=written.synonyms,
         examples=written.examples,
         example=written.example,
-        input_schema=written.input_schema or tool.input_schema,
+        input_schema=written.input_schema or served.input_schema,
         output_schema=tool.output_schema,
         digest=tool_digest(tool),
         pins=tool_pins(tool),
+        transform=shape.transform,
     )
 
 

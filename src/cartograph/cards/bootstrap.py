@@ -25,6 +25,7 @@ from cartograph.cards.model import Card
 from cartograph.cards.overrides import Overrides
 from cartograph.cards.signing import sign_card, verify_card
 from cartograph.cards.store import CardStore
+from cartograph.cards.transforms import Reshaped, reshape_server, served_server
 from cartograph.cards.trust import TrustSet
 from cartograph.catalog.model import Catalog, ServerDef
 from cartograph.config.model import ServerConfig
@@ -100,7 +101,9 @@ def _attest(
     own = TrustSet.of(key.public)
     servers = [s for s in catalog.servers if only is None or s.name in only]
     stale = [s for s in servers if not _current(store, own, s, generator, overrides, configs)]
-    texts = generator.describe_all(stale, progress=progress) if stale else {}
+    reshaped = {s.name: reshape_server(s, overrides.tools_of(s.name)) for s in stale}
+    served = [served_server(s, reshaped[s.name]) for s in stale]
+    texts = generator.describe_all(served, progress=progress) if stale else {}
     outcomes = []
     for server in servers:
         if server.name not in texts:
@@ -113,17 +116,24 @@ def _attest(
             if progress is not None:
                 progress(server.name)
             continue
-        outcomes.append(
-            _write(store, key, server, texts[server.name], generator, overrides, configs)
-        )
+        shape = Shape(texts[server.name], reshaped[server.name])
+        outcomes.append(_write(store, key, server, shape, generator, overrides, configs))
     return BootstrapResult(tuple(outcomes))
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One server's generated text (keyed by served tool names) and its tools as served."""
+
+    text: ServerText
+    reshaped: Mapping[str, Reshaped]
 
 
 def _write(
     store: CardStore,
     key: SigningKey,
     server: ServerDef,
-    text: ServerText,
+    shape: Shape,
     generator: CardGenerator,
     overrides: Overrides,
     configs: Mapping[str, ServerConfig],
@@ -131,11 +141,12 @@ def _write(
     version = max(_version(store, server.name), store.accepted_version(server.name)) + 1
     body = build_body(
         server,
-        text,
+        shape.text,
         generator.info,
         version=version,
         identity=identity_for(server, configs.get(server.name)),
         overrides_digest=overrides.digest(server.name),
+        reshaped=shape.reshaped,
     )
     card = sign_card(body, key)
     verify_card(card, TrustSet.of(key.public), expected_server=server.name)

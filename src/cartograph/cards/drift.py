@@ -11,7 +11,9 @@ and on a schedule (the re-list interval). Each (server, tool) gets one
 - ``missing``: in the card but no longer served.
 
 Pins are looked up by (server, tool) only, so a definition swapped between
-two tools, or moved to another server, never matches a pin (P-CARD-3).
+two tools, or moved to another server, never matches a pin (P-CARD-3). A tool
+the card serves under another name (a transform) is found by its upstream
+name and reported under its served name, the one ``discover`` and ``call`` use.
 
 A running proxy keeps exactly one :class:`DriftView`: every path that learns
 what a server lists writes into it, and ``discover``, ``call`` and ``status``
@@ -27,7 +29,7 @@ from typing import Any, Final, Literal
 
 from cartograph import error_codes as codes
 from cartograph.cards.digest import tool_digest, tool_pins
-from cartograph.cards.model import Pins, ToolCard
+from cartograph.cards.model import Card, Pins, ToolCard
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
 from cartograph.errors import DriftError
@@ -239,17 +241,27 @@ def check_drift(cards: VerifiedCards, catalog: Catalog) -> DriftReport:
         card = cards.get(server.name)
         if card is not None:
             cards.ensure_intact(server.name)
-        served = {tool.name: tool for tool in server.tools}
+        listed = {tool.name for tool in server.tools}
+        renamed = _renamed(card)
         for tool in server.tools:
-            pinned = card.tool(tool.name) if card is not None else None
+            pinned = card.body.by_upstream(tool.name) if card is not None else None
+            if pinned is None and tool.name in renamed:
+                continue  # a new tool under a name the card serves another as: never served
             entries.append(_compare(server.name, tool, pinned))
         if card is not None:
             entries += [
                 ToolDrift(server.name, t.name, "missing")
                 for t in card.body.tools
-                if t.name not in served
+                if t.upstream_name not in listed
             ]
     return DriftReport(tuple(entries))
+
+
+def _renamed(card: Card | None) -> frozenset[str]:
+    """The served names that are not the upstream's own (a transform renamed the tool)."""
+    if card is None:
+        return frozenset()
+    return frozenset(t.name for t in card.body.tools if t.name != t.upstream_name)
 
 
 def check_server_drift(cards: VerifiedCards, server: str, tools: list[ToolDef]) -> DriftReport:
@@ -261,8 +273,8 @@ def _compare(server: str, tool: ToolDef, pinned: ToolCard | None) -> ToolDrift:
     if pinned is None:
         return ToolDrift(server, tool.name, "unattested")
     if tool_digest(tool) == pinned.digest:
-        return ToolDrift(server, tool.name, "ok")
-    return ToolDrift(server, tool.name, "drifted", changed_parts(pinned.pins, tool_pins(tool)))
+        return ToolDrift(server, pinned.name, "ok")
+    return ToolDrift(server, pinned.name, "drifted", changed_parts(pinned.pins, tool_pins(tool)))
 
 
 def changed_parts(pinned: Pins, served: Pins) -> tuple[str, ...]:

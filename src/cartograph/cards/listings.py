@@ -46,7 +46,7 @@ def attested_tool(cards_root: Path, server: str, card_tool: ToolCard) -> ToolDef
         )
     except (OSError, StateFileError, ValidationError):
         return None
-    tool = next((t for t in listed.tools if t.name == card_tool.name), None)
+    tool = next((t for t in listed.tools if t.name == card_tool.upstream_name), None)
     if tool is None or tool_pins(tool) != card_tool.pins:
         return None
     return tool

@@ -12,13 +12,21 @@ definition by digest (the drift pins), so a change to it is noticed.
 Format 2 added ``when_to_use``, ``synonyms`` and ``examples``; a card in any
 other format is refused at load (``card_format``), and ``cartograph
 bootstrap`` rewrites it.
+
+A tool the operator reshaped (``config/transforms.py``) carries a
+:class:`Transform`: the card's ``name``, ``input_schema`` and text are then the
+tool *as served* (what ranking, ``discover``, stubs and Rift see), and the
+transform says how a call maps back to the upstream's own name and arguments.
+The pins stay on the upstream's real definition. A tool without one renders
+exactly as before (no ``transform`` key), so older cards verify unchanged; a
+card with one is refused by a Cartograph that does not read it (``card_shape``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from cartograph.validation import StrictModel
 
@@ -57,6 +65,50 @@ class Pins(StrictModel):
     title: str
 
 
+class HiddenArgument(StrictModel):
+    """An upstream argument the agent never sees; the proxy fills it in on every call.
+
+    ``fixed``: ``value`` is sent. ``env``: the proxy's environment variable
+    ``env`` is read at call time (refused with ``config_env_var`` when it is not
+    set). ``omitted``: never sent, so the upstream's default applies.
+    """
+
+    source: Literal["fixed", "env", "omitted"]
+    value: JsonValue = None
+    env: str = ""
+
+
+class Transform(StrictModel):
+    """How a served tool maps back to its upstream's (signed with the rest of the card).
+
+    ``upstream`` is the upstream's tool name and ``input_schema`` its input
+    schema (prose sanitised), which a mapped call must match. ``renamed`` maps
+    a served argument name to the upstream's; ``hidden`` maps an upstream
+    argument the agent may not set to how it is filled in.
+    """
+
+    upstream: str = Field(min_length=1)
+    title: str | None = None
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    renamed: dict[str, str] = Field(default_factory=dict)
+    hidden: dict[str, HiddenArgument] = Field(default_factory=dict)
+
+
+_NO_TRANSFORM: Final = {"transform"}
+
+
+def without_absent(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Dumped tools with each ``"transform": null`` dropped: cards render as before transforms.
+
+    Done on the dumped value rather than in the model's serializer: a per-field
+    exclusion rule made every card dump about half as slow again (callgrind).
+    """
+    for tool in tools:
+        if tool.get("transform", 0) is None:
+            del tool["transform"]
+    return tools
+
+
 class ToolCard(StrictModel):
     """One tool as the operator describes it, pinned to the definition it saw.
 
@@ -77,6 +129,19 @@ class ToolCard(StrictModel):
     output_schema: dict[str, Any] | None = None
     digest: str
     pins: Pins
+    transform: Transform | None = None
+    """Set for a reshaped tool; when absent it is not rendered (:func:`without_absent`)."""
+
+    def json_dict(self) -> dict[str, Any]:
+        """This tool's part of the signed JSON value (no ``transform`` key when it has none)."""
+        return self.model_dump(
+            mode="json", exclude=_NO_TRANSFORM if self.transform is None else None
+        )
+
+    @property
+    def upstream_name(self) -> str:
+        """The upstream's own name for this tool (the served name, unless renamed)."""
+        return self.transform.upstream if self.transform is not None else self.name
 
 
 class Provenance(StrictModel):
@@ -109,6 +174,10 @@ class CardBody(StrictModel):
     def tool(self, name: str) -> ToolCard | None:
         return next((t for t in self.tools if t.name == name), None)
 
+    def by_upstream(self, name: str) -> ToolCard | None:
+        """The tool the upstream lists as ``name`` (served under its own or another name)."""
+        return next((t for t in self.tools if t.upstream_name == name), None)
+
     @property
     def server(self) -> str:
         return self.identity.server
@@ -119,7 +188,9 @@ class CardBody(StrictModel):
 
     def json_dict(self) -> dict[str, Any]:
         """The exact JSON value that is canonicalised and signed."""
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        without_absent(data["tools"])
+        return data
 
 
 class Card(StrictModel):
@@ -138,7 +209,9 @@ class Card(StrictModel):
         return self.body.tool(name)
 
     def json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        without_absent(data["body"]["tools"])
+        return data
 
 
 __all__ = [
@@ -147,9 +220,11 @@ __all__ = [
     "Capability",
     "Card",
     "CardBody",
+    "HiddenArgument",
     "Identity",
     "Pins",
     "Provenance",
     "Signature",
     "ToolCard",
+    "Transform",
 ]

@@ -15,9 +15,14 @@ The file is TOML; every field is optional::
     synonyms = ["open", "show"]
     examples = ["show me the README", "what does setup.py contain"]
 
+A tool's table also takes the transform fields of ``config/transforms.py``
+(``name``, ``title``, ``args``), as does a server's ``[servers.NAME.tools.TOOL]``
+table in ``cartograph.toml``; :func:`config_overrides` merges the two (the config
+file's fields win). The tool's other fields then describe it as served: an
+override ``example`` must validate against the served input schema.
+
 Overridden text is signed like the rest; a change to a server's overrides
-changes its ``overrides_digest`` and so bumps its card version. An override
-``example`` must validate against the tool's input schema.
+changes its ``overrides_digest`` and so bumps its card version.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from cartograph.cards.generators.base import (
 from cartograph.cards.generators.schema import is_valid
 from cartograph.cards.model import MAX_EXAMPLES
 from cartograph.catalog.model import ServerDef
+from cartograph.config.model import Config
+from cartograph.config.transforms import ToolTransform
 from cartograph.errors import ConfigError, GeneratorError
 from cartograph.validation import first_problem
 
@@ -52,8 +59,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ToolOverride(_Strict):
-    description: str | None = None
+class ToolOverride(ToolTransform):
     arguments: str | None = None
     example: dict[str, Any] | None = None
     when_to_use: str | None = None
@@ -71,10 +77,47 @@ class ServerOverride(_Strict):
 class Overrides(_Strict):
     servers: dict[str, ServerOverride] = {}
 
-    def digest(self, server: str) -> str | None:
-        """Digest of one server's overrides (``None`` when it has none)."""
+    def tools_of(self, server: str) -> dict[str, ToolOverride]:
+        """One server's tool overrides (transforms among them), by upstream tool name."""
         entry = self.servers.get(server)
-        return None if entry is None else canonical_digest(entry.model_dump(mode="json"))
+        return dict(entry.tools) if entry is not None else {}
+
+    def digest(self, server: str) -> str | None:
+        """Digest of one server's overrides (``None`` when it has none).
+
+        Transform fields left unset are not part of it, so an overrides file
+        written before transforms existed keeps its digest (and its cards).
+        """
+        entry = self.servers.get(server)
+        if entry is None:
+            return None
+        value = entry.model_dump(mode="json")
+        for tool in value["tools"].values():
+            for key, unset in _TRANSFORM_UNSET.items():
+                if tool.get(key) == unset:
+                    del tool[key]
+        return canonical_digest(value)
+
+
+_TRANSFORM_UNSET: Final[dict[str, Any]] = {"name": None, "title": None, "args": {}}
+
+
+def config_overrides(config: Config) -> Overrides:
+    """``[cards] overrides`` with each server's ``[servers.NAME.tools.TOOL]`` tables merged in."""
+    overrides = load_overrides(config.cards.overrides)
+    servers = dict(overrides.servers)
+    for server in config.servers:
+        if not server.tools:
+            continue
+        entry = servers.get(server.name, ServerOverride())
+        tools = dict(entry.tools)
+        for name, transform in server.tools.items():
+            base = tools[name].model_dump(exclude_unset=True) if name in tools else {}
+            tools[name] = ToolOverride.model_validate(
+                {**base, **transform.model_dump(exclude_unset=True)}
+            )
+        servers[server.name] = entry.model_copy(update={"tools": tools})
+    return Overrides(servers=servers)
 
 
 def load_overrides(path: Path | None) -> Overrides:
@@ -96,11 +139,17 @@ def load_overrides(path: Path | None) -> Overrides:
 
 
 def apply_overrides(server: ServerDef, text: ServerText, overrides: Overrides) -> ServerText:
-    """``text`` with the operator's hand-written fields swapped in."""
+    """``text`` with the operator's hand-written fields swapped in.
+
+    ``server`` is the server as served (``cards/transforms.py``): an override
+    keyed by a tool's upstream name applies to the tool it is served as.
+    """
     entry = overrides.servers.get(server.name)
     if entry is None:
         return text
-    unknown = sorted(set(entry.tools) - {t.name for t in server.tools})
+    listed = {t.name for t in server.tools}
+    served = {name: _served_name(name, o, listed) for name, o in entry.tools.items()}
+    unknown = sorted(name for name, as_served in served.items() if as_served not in listed)
     if unknown:
         raise GeneratorError(
             f"overrides for {server.name!r} name tools it does not serve: {unknown}",
@@ -119,8 +168,13 @@ def apply_overrides(server: ServerDef, text: ServerText, overrides: Overrides) -
     )
     tools = dict(text.tools)
     for name, override in entry.tools.items():
-        tools[name] = _override_tool(server, name, tools[name], override)
+        tools[served[name]] = _override_tool(server, served[name], tools[served[name]], override)
     return ServerText(capability=capability, tools=tools)
+
+
+def _served_name(name: str, override: ToolOverride, listed: set[str]) -> str:
+    """The name the overridden tool is listed under in ``server`` (served, else upstream)."""
+    return override.name if override.name is not None and override.name in listed else name
 
 
 def _override_tool(
@@ -133,9 +187,30 @@ def _override_tool(
             f"override example for {server.name}/{name} does not match its input schema",
             code=codes.OVERRIDE_BAD_EXAMPLE,
         )
-    fields = override.model_dump(exclude_none=True, exclude={"example"})
+    fields = override.model_dump(exclude_none=True, include=_TEXT_FIELDS)
     example = override.example if override.example is not None else text.example
-    return replace(text, **fields, example=example)
+    schema = _with_argument_descriptions(text.input_schema, override)
+    return replace(text, **fields, example=example, input_schema=schema)
+
+
+_TEXT_FIELDS: Final[set[str]] = {"description", "arguments", "when_to_use", "synonyms", "examples"}
+
+
+def _with_argument_descriptions(schema: dict[str, Any], override: ToolOverride) -> dict[str, Any]:
+    """The operator's argument descriptions, verbatim (the generator sanitises publisher prose)."""
+    props = schema.get("properties")
+    described = {
+        arg.name or name: arg.description
+        for name, arg in override.args.items()
+        if arg.description is not None
+    }
+    if not described or not isinstance(props, dict):
+        return schema
+    props = {
+        k: {**v, "description": described[k]} if k in described and isinstance(v, dict) else v
+        for k, v in props.items()
+    }
+    return {**schema, "properties": props}
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,8 @@ def _decode_signature(card: Card) -> bytes:
 
 def _check_unique_tools(body: CardBody) -> None:
     names = [t.name for t in body.tools]
-    if len(names) != len(set(names)):
+    upstream = [t.upstream_name for t in body.tools]
+    if len(names) != len(set(names)) or len(upstream) != len(set(upstream)):
         raise CardFormatError(
             f"card for {body.server!r} lists a tool twice", code=codes.CARD_DUPLICATE_TOOL
         )

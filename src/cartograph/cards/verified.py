@@ -55,7 +55,12 @@ def fingerprint(model: BaseModel, *, exclude: set[str] | None = None) -> str:
     uses C ``json.dumps`` with sorted keys: about 3x cheaper than JCS in pure
     Python, which is what makes a per-call check affordable.
     """
-    value = model.model_dump(mode="json", exclude=exclude)
+    signed = getattr(model, "json_dict", None)  # a card's parts render as they are signed
+    value = (
+        signed()
+        if exclude is None and signed is not None
+        else model.model_dump(mode="json", exclude=exclude)
+    )
     check_value(value)
     return _checked_fingerprint(value)
 

@@ -148,13 +148,13 @@ def keys_revoke(
 def _generator(cfg: Config, name: str | None) -> Any:
     from cartograph.cards.generators.llm import LLMGenerator
     from cartograph.cards.generators.template import TemplateGenerator
-    from cartograph.cards.overrides import OverridingGenerator, load_overrides
+    from cartograph.cards.overrides import OverridingGenerator, config_overrides
 
     choice = name or cfg.cards.generator
     if choice not in ("template", "llm"):
         raise OptionError(f"--generator {choice!r}: use template or llm", code=codes.BAD_GENERATOR)
     base: Any = LLMGenerator(cfg.cards.llm) if choice == "llm" else TemplateGenerator()
-    return OverridingGenerator(base, load_overrides(cfg.cards.overrides))
+    return OverridingGenerator(base, config_overrides(cfg))
 
 
 @app.command()
@@ -171,7 +171,7 @@ def bootstrap(
     """Connect, list, generate, sign and write cards; unchanged servers are left untouched."""
     from cartograph.cards.bootstrap import attest_catalog
     from cartograph.cards.keys import load_private_key
-    from cartograph.cards.overrides import load_overrides
+    from cartograph.cards.overrides import config_overrides
     from cartograph.cards.paths import key_path, trust_path
     from cartograph.cards.store import CardStore
     from cartograph.cards.trust import load_trust
@@ -200,7 +200,7 @@ def bootstrap(
             store=CardStore(cfg.state_dir),
             key=key,
             generator=_generator(cfg, generator),
-            overrides=load_overrides(cfg.cards.overrides),
+            overrides=config_overrides(cfg),
             configs={s.name: s for s in cfg.servers},
             only=only,
             progress=lambda _name: bar.advance(task),
@@ -341,6 +341,16 @@ def cards_show(
         ["tool", "description", "example"],
         [[t.name, t.description, _compact(t.example)] for t in body.tools],
     )
+    _print_transforms(body)
+
+
+def _print_transforms(body: Any) -> None:
+    """The reshaped tools: served name <- upstream name, arguments renamed, hidden, narrowed."""
+    from cartograph.cards.transforms import transform_line
+
+    rows = [[t.name, t.upstream_name, transform_line(t)] for t in body.tools if t.transform]
+    if rows:
+        print_table("transforms (served <- upstream)", ["tool", "upstream", "transform"], rows)
 
 
 def _refuse_unconfigured(server: str, cfg: Config, carded: list[str]) -> None:
@@ -392,7 +402,8 @@ def cards_diff(
     drift = check_drift(report.verified, federation)
     problems = [e for e in drift if e.status != "ok"]
     changes = _changed_text(report.verified, federation, problems, CardStore(cfg.state_dir).root)
-    rows = [[e.server, e.tool, e.status, ", ".join(e.changed)] for e in problems]
+    upstream = _upstream_names(report.verified, problems)
+    rows = [[e.server, _both(e, upstream), e.status, ", ".join(e.changed)] for e in problems]
     rows += [[s, "*", f"card not loaded ({exc.code})", ""] for s, exc in report.failures.items()]
     rows += [[r.name, "*", f"not listed ({_code(r)})", ""] for r in unlisted]
     if json_out:
@@ -403,6 +414,7 @@ def cards_diff(
                 "unlisted": {r.name: _code(r) for r in unlisted},
                 "changes": changes,
             }
+            | ({"upstream_names": _names_json(upstream)} if upstream else {})
         )
     elif rows:
         print_table("changes since attestation", ["server", "tool", "status", "changed"], rows)
@@ -412,6 +424,27 @@ def cards_diff(
         stdout.print("no changes since attestation", highlight=False)
     if exit_code and rows:
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _upstream_names(cards: Any, entries: list[Any]) -> dict[tuple[str, str], str]:
+    """(server, served tool) -> the upstream's name, for each entry of a renamed tool."""
+    out = {}
+    for entry in entries:
+        card = cards.get(entry.server)
+        tool = card.body.tool(entry.tool) if card is not None else None
+        if tool is not None and tool.upstream_name != tool.name:
+            out[(entry.server, entry.tool)] = tool.upstream_name
+    return out
+
+
+def _names_json(upstream: dict[tuple[str, str], str]) -> list[dict[str, str]]:
+    return [{"server": s, "tool": t, "upstream": u} for (s, t), u in sorted(upstream.items())]
+
+
+def _both(entry: Any, upstream: dict[tuple[str, str], str]) -> str:
+    """A tool as served, and as the upstream lists it when a transform renamed it."""
+    name = upstream.get((entry.server, entry.tool))
+    return entry.tool if name is None else f"{entry.tool} (upstream {name})"
 
 
 _PARTS = {
@@ -433,18 +466,18 @@ def _changed_text(cards: Any, federation: Any, drifted: list[Any], root: Path) -
         card = cards.get(entry.server)
         card_tool = card.body.tool(entry.tool) if card is not None else None
         old = attested_tool(root, entry.server, card_tool) if card_tool is not None else None
-        new = live.get((entry.server, entry.tool))
+        upstream = card_tool.upstream_name if card_tool is not None else entry.tool
+        new = live.get((entry.server, upstream))
         for part in entry.changed:
             field = _PARTS.get(part, part)
-            out.append(
-                {
-                    "server": entry.server,
-                    "tool": entry.tool,
-                    "part": part,
-                    "old": _text(getattr(old, field, None)) if old is not None else None,
-                    "new": _text(getattr(new, field, None)) if new is not None else None,
-                }
-            )
+            change = {
+                "server": entry.server,
+                "tool": entry.tool,
+                "part": part,
+                "old": _text(getattr(old, field, None)) if old is not None else None,
+                "new": _text(getattr(new, field, None)) if new is not None else None,
+            }
+            out.append(change if upstream == entry.tool else {**change, "upstream": upstream})
     return out
 
 

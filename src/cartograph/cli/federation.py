@@ -245,36 +245,76 @@ def tools(
     cat = federation_catalog(cfg, catalog)
     if server is not None and not live:
         refuse_unknown_servers([server], [s.name for s in cat.servers], "in the snapshot")
-    rows = [(s.name, t) for s in cat.servers if server is None or s.name == server for t in s.tools]
+    served = served_tools(cfg)
+    rows = [
+        (s.name, served.get((s.name, t.name), t), t.name)
+        for s in cat.servers
+        if server is None or s.name == server
+        for t in s.tools
+    ]
     denied = denied_in(cfg)
     if json_out:
         print_json(
             [
-                {"server": name, **tool.definition(), "denied_in": denied(name, tool.name)}
-                for name, tool in rows
+                {"server": name, **tool.definition(), "denied_in": denied(name, tool.name, up)}
+                | ({"upstream": up} if up != tool.name else {})
+                for name, tool, up in rows
             ]
         )
         return
     table = [
-        [name, tool.name, _policy_mark(denied(name, tool.name), cfg), _first_line(tool.description)]
-        for name, tool in rows
+        [
+            name,
+            tool.name if up == tool.name else f"{tool.name} (upstream {up})",
+            _policy_mark(denied(name, tool.name, up), cfg),
+            _first_line(tool.description),
+        ]
+        for name, tool, up in rows
     ]
     print_table(f"{len(rows)} tools", ["server", "tool", "policy", "description"], table)
 
 
-def denied_in(config: Config) -> Callable[[str, str], list[str]]:
-    """``(server, tool)`` → the catalogs whose policy (or ``disabled_tools``) denies it."""
+def served_tools(config: Config) -> dict[tuple[str, str], Any]:
+    """(server, upstream tool) -> the tool as served, for each tool a verified card reshaped.
+
+    The served definition is the card's (served name, title, operator description,
+    served input schema). Without verified cards (before ``bootstrap``) there are none.
+    """
+    from cartograph.cards.loading import load_report_for_config
+    from cartograph.catalog.model import ToolDef
+    from cartograph.errors import CartographError
+
+    try:
+        cards = load_report_for_config(config).verified
+    except (CartographError, OSError):
+        return {}
+    out: dict[tuple[str, str], Any] = {}
+    for server in cards:
+        for tool in cards[server].body.tools:
+            if tool.transform is not None:
+                out[(server, tool.upstream_name)] = ToolDef(
+                    name=tool.name,
+                    title=tool.transform.title,
+                    description=tool.description,
+                    inputSchema=tool.input_schema,
+                    outputSchema=tool.output_schema,
+                )
+    return out
+
+
+def denied_in(config: Config) -> Callable[[str, str, str], list[str]]:
+    """``(server, tool, upstream)`` → the catalogs whose policy (or disabled_tools) denies it."""
     from cartograph.config.catalogs import resolve_catalogs
-    from cartograph.index.serving import policy_allows
+    from cartograph.index.serving import tool_allowed
 
     catalogs = resolve_catalogs(config, "per-catalog")
 
-    def denied(server: str, tool: str) -> list[str]:
+    def denied(server: str, tool: str, upstream: str) -> list[str]:
         return [
             c.name
             for c in catalogs
             if any(s.name == server for s in c.servers)
-            and not policy_allows(c.policy, server, tool)
+            and not tool_allowed(c.policy, server, {tool, upstream})
         ]
 
     return denied

@@ -34,6 +34,7 @@ from cartograph.config.secrets import (
     masked_url,
     secret_env_values,
 )
+from cartograph.config.transforms import ToolTransform
 from cartograph.errors import ConfigError
 from cartograph.names import PROXY_TOOL_NAMES, NamedThing, check_names, normalise_name
 
@@ -125,6 +126,8 @@ class ServerConfig(_Section):
     auth: Literal["oauth"] | None = None
     """``"oauth"``: an HTTP upstream that needs OAuth 2.1 (`cartograph auth login NAME` once)."""
     oauth: OAuthConfig = Field(default_factory=OAuthConfig)
+    tools: dict[str, ToolTransform] = Field(default_factory=dict)
+    """Served names and shapes of its tools, signed into its card (config/transforms.py)."""
 
     @model_validator(mode="before")
     @classmethod

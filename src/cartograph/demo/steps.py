@@ -22,7 +22,7 @@ from mcp import Client
 from cartograph.cards.bootstrap import BootstrapResult, attest_catalog
 from cartograph.cards.generators.template import TemplateGenerator
 from cartograph.cards.operator import OperatorKey, ensure_operator_key
-from cartograph.cards.overrides import OverridingGenerator, load_overrides
+from cartograph.cards.overrides import OverridingGenerator, config_overrides
 from cartograph.cards.paths import trust_path
 from cartograph.cards.store import CardStore
 from cartograph.cards.trust import load_trust
@@ -174,7 +174,7 @@ async def step_bootstrap(ctx: DemoContext) -> None:
             store=CardStore(ctx.config.state_dir),
             key=ctx.operator.key,
             generator=_generator(ctx.config),
-            overrides=load_overrides(ctx.config.cards.overrides),
+            overrides=config_overrides(ctx.config),
             configs={s.name: s for s in ctx.config.servers},
             progress=lambda _name: bar.advance(task),
             trust=load_trust(trust_path(ctx.config)),
@@ -189,7 +189,7 @@ async def step_bootstrap(ctx: DemoContext) -> None:
 
 def _generator(config: Config) -> OverridingGenerator:
     """The offline template generator (no API key), with the operator's overrides."""
-    return OverridingGenerator(TemplateGenerator(), load_overrides(config.cards.overrides))
+    return OverridingGenerator(TemplateGenerator(), config_overrides(config))
 
 
 def _bootstrap_summary(result: BootstrapResult, seconds: float) -> dict[str, Any]:

@@ -39,6 +39,18 @@ def policy_allows(policy: CatalogPolicy, server: str, tool: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in policy.allow)
 
 
+def tool_allowed(policy: CatalogPolicy, server: str, names: Iterable[str]) -> bool:
+    """:func:`policy_allows` for a tool known by several names (served and upstream).
+
+    Denied when any name is denied (a client file's ``disabledTools`` name the
+    upstream's); allowed when any name is allowed.
+    """
+    full = [f"{server}/{name}" for name in names]
+    if any(fnmatch.fnmatchcase(n, p) for n in full for p in policy.deny):
+        return False
+    return any(fnmatch.fnmatchcase(n, p) for n in full for p in policy.allow)
+
+
 def serving_cards(config: Config, servers: Iterable[str]) -> VerifiedCards:
     """The operator's verified cards for ``servers``; raises when there is nothing to serve.
 
@@ -90,8 +102,8 @@ def excluded_tools(
     for server, card in cards.items():
         for tool in card.body.tools:
             entry = drift.get(server, tool.name)
-            if (entry is not None and not entry.exposed) or not policy_allows(
-                policy, server, tool.name
+            if (entry is not None and not entry.exposed) or not tool_allowed(
+                policy, server, {tool.name, tool.upstream_name}
             ):
                 out.add((server, tool.name))
     return frozenset(out)

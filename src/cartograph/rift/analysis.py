@@ -76,6 +76,8 @@ class RiftTool:
     """Digest of the input schema: two servers with equal (name, schema) sets are one."""
     published: str = ""
     """What the publisher served (:func:`~cartograph.rift.copies.published_key`)."""
+    upstream: str = ""
+    """The upstream's name when a transform serves the tool as :attr:`tool` (overrides use it)."""
 
     @property
     def key(self) -> str:
@@ -113,6 +115,7 @@ def tools_from_cards(
                     argument_names=tuple(str(k) for k in _properties(tool.input_schema)),
                     schema=canonical_digest(dict(tool.input_schema)),
                     published=published_key(tool),
+                    upstream=tool.upstream_name if tool.upstream_name != tool.name else "",
                 )
             )
     return tools
@@ -314,6 +317,7 @@ def _rate(ctx: _Context, group: list[int], probes: _Probes | None) -> Cluster:
             tokens=ctx.token_sets[i],
             arguments=ctx.tools[i].arguments,
             argument_names=ctx.tools[i].argument_names,
+            upstream=ctx.tools[i].upstream,
         )
         for i in group
     ]

@@ -42,6 +42,8 @@ class MemberText:
     """Argument names and allowed values, from the tool's schema."""
     argument_names: tuple[str, ...] = ()
     """The schema's argument names alone."""
+    upstream: str = ""
+    """The upstream's name of a renamed tool: what its override table is keyed by."""
 
     @property
     def key(self) -> str:
@@ -213,7 +215,8 @@ def name_statement(tool: str) -> str:
 
 def override_text(member: MemberText, description: str) -> str:
     """A card override (``[cards] overrides`` file, TOML) replacing the tool's description."""
-    table = f"[servers.{_toml_key(member.server)}.tools.{_toml_key(member.tool)}]"
+    tool = member.upstream or member.tool  # overrides name the upstream's tool
+    table = f"[servers.{_toml_key(member.server)}.tools.{_toml_key(tool)}]"
     return f"{table}\ndescription = {json.dumps(description, ensure_ascii=False)}"
 
 

@@ -183,6 +183,7 @@ def regenerate_tools(config: Config, report: RiftReport) -> RegenerateOutcome:
     from cartograph.cards.paths import key_path
     from cartograph.cards.signing import sign_card, verify_card
     from cartograph.cards.store import CardStore
+    from cartograph.cards.transforms import reshaped_from_card
     from cartograph.cards.trust import TrustSet
 
     wanted = {m.server for c in report.clusters for m in c.regenerate}
@@ -225,6 +226,7 @@ def regenerate_tools(config: Config, report: RiftReport) -> RegenerateOutcome:
             version=max(card.version, store.accepted_version(server_name)) + 1,
             identity=card.body.identity,
             overrides_digest=prov.overrides_digest,
+            reshaped=reshaped_from_card(card.body),
         )
         signed = sign_card(body, key)
         verify_card(signed, TrustSet.of(key.public), expected_server=server_name)

@@ -108,8 +108,11 @@ class CodeTool:
 
     def read_only(self, server: str, tool: str) -> bool | None:
         """Whether the live definition (pinned by the card) says ``readOnlyHint: true``."""
-        live = self.handlers.runtime.live.get(server)
-        found = live.tool(tool) if live is not None else None
+        runtime = self.handlers.runtime
+        card, live = runtime.cards.get(server), runtime.live.get(server)
+        entry = card.body.tool(tool) if card is not None else None
+        upstream = entry.upstream_name if entry is not None else tool  # a renamed tool
+        found = live.tool(upstream) if live is not None else None
         if found is None:
             return None
         return (found.annotations or {}).get(READ_ONLY_HINT) is True

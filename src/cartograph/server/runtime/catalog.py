@@ -25,7 +25,7 @@ import anyio
 
 from cartograph import error_codes as codes
 from cartograph.calls.arguments import SchemaValidators
-from cartograph.calls.pipeline import admit
+from cartograph.calls.pipeline import admit_upstream
 from cartograph.cards.drift import DriftReport, DriftView, check_drift, check_server_drift
 from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
@@ -109,7 +109,7 @@ class CatalogRuntime:
             servers,
             opener=answering(opener, input_gate(name, self.policy, self.audit, servers)),
             on_open=self._on_open,
-            admit=lambda server, tool: admit(self, server, tool),
+            admit=lambda server, tool: admit_upstream(self, server, tool),
             redactor=self.redactor,
             share_sessions=share_sessions,
         )
