@@ -28,8 +28,8 @@ from dataclasses import replace
 from typing import Any, Final
 
 from cartograph.cards.generators.base import GeneratorInfo, Progress, ServerText, ToolText
-from cartograph.cards.generators.phrasing import arg_words, name_words, phrase_for
-from cartograph.cards.generators.publisher import publisher_sentences, schema_names, topic
+from cartograph.cards.generators.phrasing import arg_words, is_action_name, name_words, phrase_for
+from cartograph.cards.generators.publisher import Topic, publisher_sentences, schema_names, topic
 from cartograph.cards.generators.schema import (
     example_for,
     param_phrase,
@@ -37,13 +37,18 @@ from cartograph.cards.generators.schema import (
     required,
     sanitise_schema,
 )
-from cartograph.cards.generators.text import is_mixed_script, phrase, readable_words
+from cartograph.cards.generators.text import (
+    is_mixed_script,
+    phrase,
+    prose_sentences,
+    readable_words,
+)
 from cartograph.cards.model import Capability
 from cartograph.catalog.model import ServerDef, ToolDef
 from cartograph.names import invisible_characters
 
 TEMPLATE_GENERATOR: Final = "template"
-TEMPLATE_VERSION: Final = "3"
+TEMPLATE_VERSION: Final = "4"
 INPUTS_LISTED: Final = 4
 SERVER_SENTENCES: Final = 2
 SERVER_WORDS: Final = 30
@@ -135,6 +140,8 @@ def tool_text(tool: ToolDef, server: str, title: str, siblings: Sequence[str] = 
     kept = publisher_sentences(
         tool.description or tool.title or "", about, seen=name_words(tool.name)
     )
+    if not kept and not is_action_name(tool.name):
+        kept = _opening_sentence(tool.description or tool.title or "", about, tool.name)
     description = " ".join([said.purpose, *kept, _needs(ordered, needed, props)]).strip()
     return ToolText(
         description=description,
@@ -145,6 +152,25 @@ def tool_text(tool: ToolDef, server: str, title: str, siblings: Sequence[str] = 
         synonyms=said.synonyms,
         examples=said.examples,
     )
+
+
+def _opening_sentence(text: str, about: Topic, name: str) -> list[str]:
+    """The publisher's first sentence, for a tool whose name does not say what it does.
+
+    A brand or noun name ("ABCmouse", "CharityTool", "Services_4_FindProvider")
+    shares no word with what the tool is for, so the topic check drops every
+    sentence and the card says nothing of its purpose. Then the *opening*
+    sentence alone, the publisher's own statement of what the tool is, is
+    kept if every other rule passes (no instruction, question, stuffing,
+    keyword run, superlative or other tool's identifier). A name that reads as
+    an action ("translate_text") already says what the tool does: a sentence
+    sharing none of its words is a claim on another topic and stays dropped.
+    """
+    opening = prose_sentences(text)[:1]
+    if not opening:
+        return []
+    unchecked = Topic(names=about.names)
+    return publisher_sentences(opening[0], unchecked, seen=name_words(name), max_sentences=1)
 
 
 def _arguments(
