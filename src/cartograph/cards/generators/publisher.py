@@ -9,7 +9,8 @@ when it *describes this tool*, and keeps it whole (never a sentence with words
 cut out of the middle, never part of a word):
 
 - instructions, questions, keyword lists, stuffed sentences (a term three
-  times), and sentences naming other tools' identifiers are dropped;
+  times), bare keyword runs (content words with no word that joins them),
+  and sentences naming other tools' identifiers are dropped;
 - a sentence must share a content word with the tool's identity — its name,
   its arguments' names, its server's name — so publisher text can elaborate
   what a tool is but not claim a topic its identity does not name;
@@ -73,6 +74,8 @@ _LIST_LEAD: Final = re.compile(
 )
 _CLAUSE_END: Final = re.compile(r"[,;:，；：]\s|\s[-–—]\s")
 _QUESTION: Final = re.compile(r"[?？]\s*$")
+BARE_RUN_WORDS: Final = 4
+LONG_BARE_RUN_WORDS: Final = 6
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,7 @@ def _acceptable(raw: str, about: Topic | None, min_words: int = MIN_WORDS) -> st
     """The sentence made plain, or ``None`` when a rule drops it whole."""
     if is_instruction(raw) or _QUESTION.search(raw) or _KEYWORD_PREFIX.search(raw):
         return None
-    if _names_other_tool(raw, about):
+    if _names_other_tool(raw, about) or _bare_run(raw):
         return None
     sentence = _collapse_repeats(plain_sentence(raw))
     if sentence and _keyword_list(sentence):
@@ -185,6 +188,21 @@ def _names_other_tool(sentence: str, about: Topic | None) -> bool:
         m.group(0).lower() not in own and is_action_name(m.group(0))
         for m in _IDENTIFIER.finditer(sentence)
     )
+
+
+def _bare_run(sentence: str) -> bool:
+    """Content words with nothing joining them ("weather forecast rain temperature city").
+
+    Prose has function words ("the", "of", "for", "to") or is short; a run of
+    four or more words with none, not begun as a sentence (lower-case), or of
+    six or more however it begins, is a keyword run, not a description.
+    """
+    words = [w.strip(",.;:!()\"'").lower() for w in sentence.split()]
+    words = [w for w in words if w]
+    if has_cjk(sentence) or any(w in FUNCTION_WORDS for w in words):
+        return False
+    lower_start = sentence.lstrip()[:1].islower()
+    return len(words) >= LONG_BARE_RUN_WORDS or (lower_start and len(words) >= BARE_RUN_WORDS)
 
 
 def _collapse_repeats(sentence: str) -> str:

@@ -48,7 +48,7 @@ from cartograph.catalog.model import ServerDef, ToolDef
 from cartograph.names import invisible_characters
 
 TEMPLATE_GENERATOR: Final = "template"
-TEMPLATE_VERSION: Final = "4"
+TEMPLATE_VERSION: Final = "5"
 INPUTS_LISTED: Final = 4
 SERVER_SENTENCES: Final = 2
 SERVER_WORDS: Final = 30
