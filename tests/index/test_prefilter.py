@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
+from cartograph.index.corpus import SAMPLE_TOOLS, spread_sample
 from cartograph.index.discover import discover
 from cartograph.index.embedders.fake import FakeEmbedder
 from cartograph.index.rankers import hybrid
@@ -168,3 +169,11 @@ def test_scale_similarities_at_use_the_float32_sample_rows_exactly(index: ToolIn
     ):
         got = corpus.tool_similarities_at(queries, positions.astype(np.int64))
         assert np.allclose(got, expected[:, positions], atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 100, 4095, 4096, 4097, 5000, 9000, 100_000])
+def test_the_spread_sample_is_what_np_unique_of_the_spread_gives(size: int) -> None:
+    expected = np.unique(np.linspace(0, size - 1, min(SAMPLE_TOOLS, size)).astype(np.int64))
+    got = spread_sample(size)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, expected)

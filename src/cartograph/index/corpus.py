@@ -77,10 +77,7 @@ class Corpus:
         object.__setattr__(self, "server_order", order)
         object.__setattr__(self, "server_starts", np.concatenate(([0], np.cumsum(counts))))
         size = len(self.tool_names)
-        spread = np.linspace(0, size - 1, min(SAMPLE_TOOLS, size)).astype(np.int64)
-        # np.unique's result (sorted, distinct) without np.unique, which imports
-        # numpy.ma (~0.1 s of CPU at start-up): the positions are already sorted.
-        sample = spread[np.concatenate(([True], spread[1:] != spread[:-1]))] if size else spread
+        sample = spread_sample(size)
         object.__setattr__(self, "sample", sample)
         rows = slot = None
         if self.tool_vectors.dtype == np.float16 and size:
@@ -192,6 +189,21 @@ LARGE_CORPUS_TOOLS: Final = SMALL_PRODUCT_ROWS
 when loaded, :mod:`cartograph.index.snapshot`): half the memory, and the
 hybrid's prefilter only gathers the rows it scores."""
 _CHUNK_ROWS: Final = 8192
+
+
+def spread_sample(size: int, count: int = SAMPLE_TOOLS) -> IntArray:
+    """Up to ``count`` distinct positions spread evenly over ``range(size)``, ascending.
+
+    What ``np.unique`` of the spread gives, without ``np.unique``, which imports
+    numpy.ma (~0.1 s of CPU at start-up): the positions come sorted, so dropping
+    a repeat is one comparison with its neighbour.
+    """
+    spread = np.linspace(0, size - 1, min(count, size)).astype(np.int64)
+    if not size:
+        return spread
+    keep = np.concatenate(([True], spread[1:] != spread[:-1]))
+    out: IntArray = spread[keep]
+    return out
 
 
 def serving_matrix(vectors: Vectors) -> Vectors:
