@@ -255,8 +255,9 @@ class IndexConfig(_Section):
     embedder: Literal["minilm", "fake"] = "minilm"
     ranker: Literal["hybrid", "two-stage", "dense", "bm25", "jaccard", "random"] = "hybrid"
     default_k: int = Field(default=5, ge=1, le=50)
-    # One model run per query, step vectors pooled from it: faster, slightly lower quality.
-    pooled_steps: bool = False
+    # One model run per query, step vectors pooled from it (the default since the
+    # protocol found no set worse; docs/retrieval.md). false: one run per step.
+    pooled_steps: bool = True
     # A longer discover task is refused with `task_too_long` before any ranking (P-REL-10).
     max_task_chars: int = Field(default=DEFAULT_MAX_TASK_CHARS, ge=1)
     # How many CPU-bound jobs run at once in worker threads, for the whole process.

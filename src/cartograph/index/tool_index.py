@@ -59,7 +59,7 @@ class ToolIndex:
         corpus: Corpus,
         *,
         default_method: str = DEFAULT_METHOD,
-        pooled_steps: bool = False,
+        pooled_steps: bool = True,
         query_adapter: QueryAdapter | None = None,
     ) -> None:
         if query_adapter is not None:
@@ -91,7 +91,7 @@ class ToolIndex:
         exclude: Iterable[ToolKey] = (),
         default_method: str = DEFAULT_METHOD,
         progress: ProgressCallback | None = None,
-        pooled_steps: bool = False,
+        pooled_steps: bool = True,
         store: VectorStore | None = None,
     ) -> ToolIndex:
         """Index every verified tool except ``exclude`` (drifted or unattested).
@@ -132,7 +132,7 @@ class ToolIndex:
         cache: EmbeddingCache | None = None,
         default_method: str = DEFAULT_METHOD,
         progress: ProgressCallback | None = None,
-        pooled_steps: bool = False,
+        pooled_steps: bool = True,
     ) -> ToolIndex:
         """Index prepared entries. Serving code calls :meth:`build`; this is for eval."""
         vectors = entry_vectors(entries, embedder, cache, progress)
