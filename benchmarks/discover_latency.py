@@ -171,10 +171,20 @@ def measure(scale: str, state_dir: Path, queries: int, methods: list[str]) -> di
 
 
 def _time_discover(index: Any, cards: Any, tasks: list[str], method: str) -> dict[str, float]:
-    """``method`` may end in ``+pooled`` (step vectors pooled from one model run) or
-    ``+learning`` (learning from use on, its log full: :data:`LEARNED_TASKS` tasks)."""
+    """``method`` may end in ``+pooled`` (step vectors pooled from one model run),
+    ``+steps`` (one model run per step) or ``+learning`` (learning from use on, its log
+    full: :data:`LEARNED_TASKS` tasks); otherwise the measured tree's own default."""
     method, _, variant = method.partition("+")
-    index.pooled_steps = variant == "pooled"
+    default = getattr(index, "pooled_steps", False)
+    if variant in ("pooled", "steps"):
+        index.pooled_steps = variant == "pooled"
+    try:
+        return _timed(index, cards, tasks, method, variant)
+    finally:
+        index.pooled_steps = default
+
+
+def _timed(index: Any, cards: Any, tasks: list[str], method: str, variant: str) -> dict[str, float]:
     reranker = _full_learning(index, cards) if variant == "learning" else None
     for task in tasks[:3]:
         discover_once(index, cards, task, method, reranker)
