@@ -1,0 +1,95 @@
+"""Names another server's tool also has: which of them rank without their name.
+
+A tool's name is the one field its publisher chooses freely, and ranking
+trusts it most. A hostile server that names a tool ``read_file`` beside the
+real ``filesystem/read_file`` borrows everything that name earns: the
+template card restates the name ("Read the file.", "show me the file", …), so
+a copy whose card says nothing else is a short document made of the task's
+own words, and it can outrank the tool it copies.
+
+Two servers sharing a name is also common and honest (two git servers'
+``git_status``, one server connected twice), so a collision alone is only a
+finding (Rift reports it). What decides is what else the card says: a tool
+is *backed* when its card describes it in words that are not its name, its
+arguments' names or the template's restatement of the name — or when the
+operator vouches for its name (``vouch_name``, signed into the card). In a
+group of tools on different servers whose names are one name (equal after
+normalisation, or sharing a look-alike skeleton), each member that is not
+backed loses its name view when another server's member is backed: the name
+is the backed tool's evidence, and the copy ranks by its arguments and its
+server only. When no member is backed, or all are, nobody can tell whose the
+name is, and nothing changes. Look-alike spellings are already
+:func:`~cartograph.index.entries.imitations` whatever their cards say.
+
+The judgement is federation-wide: adding a server can change another
+server's entries, so the serving path re-indexes every server that has a
+member in such a group rather than copying its rows
+(:mod:`cartograph.index.incremental`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from cartograph.names import normalise_name, skeleton
+
+ToolKey = tuple[str, str]
+
+
+def colliding(keys: Iterable[ToolKey]) -> list[list[ToolKey]]:
+    """Groups of two or more tools, on two or more servers, whose names are one name.
+
+    One name: equal after :func:`~cartograph.names.normalise_name`, or the
+    same :func:`~cartograph.names.skeleton` (linked transitively, as Rift
+    groups its name findings). Each group and the list are sorted.
+    """
+    ordered = sorted(set(keys))
+    parent = list(range(len(ordered)))
+    first: dict[str, int] = {}
+    for index, (_, tool) in enumerate(ordered):
+        for spelling in ("n:" + normalise_name(tool), "s:" + skeleton(tool)):
+            _union(parent, index, first.setdefault(spelling, index))
+    groups: dict[int, list[ToolKey]] = {}
+    for index, member in enumerate(ordered):
+        groups.setdefault(_find(parent, index), []).append(member)
+    return sorted(
+        members
+        for members in groups.values()
+        if len(members) >= 2 and len({server for server, _ in members}) >= 2
+    )
+
+
+def name_copies(groups: Iterable[list[ToolKey]], backed: Callable[[ToolKey], bool]) -> set[ToolKey]:
+    """The members of ``groups`` that rank without their name (see the module docstring)."""
+    found: set[ToolKey] = set()
+    for members in groups:
+        backers = {key for key in members if backed(key)}
+        for key in members:
+            if key not in backers and any(other[0] != key[0] for other in backers):
+                found.add(key)
+    return found
+
+
+def collision_notes(groups: Iterable[list[ToolKey]]) -> Mapping[ToolKey, tuple[ToolKey, ...]]:
+    """Each member of ``groups`` and the other servers' tools its name collides with."""
+    notes: dict[ToolKey, tuple[ToolKey, ...]] = {}
+    for members in groups:
+        for key in members:
+            notes[key] = tuple(m for m in members if m[0] != key[0])
+    return notes
+
+
+def _find(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+def _union(parent: list[int], a: int, b: int) -> None:
+    ra, rb = _find(parent, a), _find(parent, b)
+    if ra != rb:
+        parent[max(ra, rb)] = min(ra, rb)
+
+
+__all__ = ["colliding", "collision_notes", "name_copies"]
