@@ -19,7 +19,7 @@ from cartograph.cards.generators.schema import properties, required
 from cartograph.cards.generators.template import is_opaque, server_title
 from cartograph.cards.generators.text import readable_words
 from cartograph.cards.model import Card, ToolCard
-from cartograph.index.name_copies import colliding, name_copies
+from cartograph.index.name_copies import colliding, collision_notes, name_copies
 from cartograph.index.text import tokenize
 from cartograph.names import invisible_characters, normalise_name, skeleton, split_identifier
 
@@ -240,6 +240,43 @@ def copies_among(
         return key not in imitating and tool is not None and name_backed(tool, key[0])
 
     return name_copies(groups, backed)
+
+
+@dataclass(frozen=True)
+class NameNote:
+    """Cartograph's note on one tool whose name another server's tool also has."""
+
+    key: ToolKey
+    also: tuple[ToolKey, ...]
+    """The other servers' tools of the same (or a look-alike) name."""
+    ranked_by_name: bool
+    """False for an imitation or a name copy: it ranks without its name."""
+    vouched: bool
+
+    def line(self) -> str:
+        """The note as one line, for the card's reader."""
+        others = ", ".join(f"{server}/{tool}" for server, tool in self.also)
+        if self.vouched:
+            how = "the operator vouches for it (vouch_name)"
+        elif self.ranked_by_name:
+            how = "its card describes it in other words, so it still ranks by it"
+        else:
+            how = "it ranks without its name until the operator vouches for it (vouch_name)"
+        return f"Also the name of {others}: {how}."
+
+
+def name_notes(cards: Mapping[str, Card]) -> dict[ToolKey, NameNote]:
+    """Every tool of ``cards`` whose name collides with another server's, and how it ranks."""
+    keys = [(server, tool.name) for server in cards for tool in cards[server].body.tools]
+    groups = colliding(keys)
+    imitating = imitations(keys)
+    unnamed = imitating | copies_among(cards, groups, imitating)
+    notes: dict[ToolKey, NameNote] = {}
+    for key, also in collision_notes(groups).items():
+        tool = cards[key[0]].tool(key[1])
+        vouched = tool is not None and tool.vouched_name
+        notes[key] = NameNote(key, also, key not in unnamed, vouched)
+    return notes
 
 
 def entries_from_cards(
