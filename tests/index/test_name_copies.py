@@ -80,7 +80,7 @@ def test_attack_a_name_copy_loses_its_name_view_and_the_original_keeps_its_own(
     entries = {e.key: e for e in entries_from_cards({s: cards[s] for s in cards})}
     for target in ATTACK["imitates"]:
         copy = entries[(COPIER.name, target["tool"])]
-        assert (copy.name, copy.description, copy.examples) == ("", "", "")
+        assert (copy.name, copy.description, copy.arguments, copy.examples) == ("", "", "", "")
         assert entries[(target["server"], target["tool"])].name != ""
     # The demo's two git servers share honest names: both cards say more than the name.
     assert entries[("git", "git_status")].name == entries[("git-mcp-server", "git_status")].name

@@ -139,7 +139,10 @@ def _entry(
     An ``imitation`` (:func:`imitations`) keeps its description but loses its
     name view: its name reads as another tool's, so it cannot rank by it. A
     name ``copy`` (:mod:`cartograph.index.name_copies`) has a card that says
-    nothing but its name and arguments: without the name it keeps its arguments.
+    nothing but its name and its arguments' names, and is indexed by its server
+    only, as an opaque name is: kept alone, its arguments made a document so
+    short that BM25's length normalisation ranked them above the original's
+    (measured: "repeat my message unchanged" put a copied ``echo`` first).
     """
     opaque = is_opaque(tool.name)
     return IndexEntry(
@@ -147,7 +150,7 @@ def _entry(
         tool=tool.name,
         name="" if opaque or imitation or copy else split_identifier(tool.name),
         description="" if opaque or copy else tool.description,
-        arguments="" if opaque else without_example_values(tool.arguments),
+        arguments="" if opaque or copy else without_example_values(tool.arguments),
         server_text=server_text,
         server_title=title,
         examples="" if opaque or copy else examples_text(tool.examples, tool.synonyms),

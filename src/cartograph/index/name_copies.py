@@ -16,14 +16,15 @@ operator vouches for its name (``vouch_name``, signed into the card). In a
 group of tools on different servers whose names are one name (equal after
 normalisation, or sharing a look-alike skeleton), each member that is not
 backed loses its name view when another server's member is backed: the name
-is the backed tool's evidence, and the copy ranks by its arguments and its
-server only. When no member is backed, or all are, nobody can tell whose the
-name is, and nothing changes. Look-alike spellings are already
+is the backed tool's evidence, and the copy, whose card is nothing but that
+name restated and its arguments' names, ranks by its server only. When no
+member is backed, or all are, nobody can tell whose the name is, and nothing
+changes. Look-alike spellings are already
 :func:`~cartograph.index.entries.imitations` whatever their cards say.
 
-The judgement is federation-wide: adding a server can change another
-server's entries, so the serving path re-indexes every server that has a
-member in such a group rather than copying its rows
+The judgement is federation-wide: adding or removing a server can change
+another server's entries, so the serving path re-indexes every server of a
+group that a changed card touches rather than copying its rows
 (:mod:`cartograph.index.incremental`).
 """
 
