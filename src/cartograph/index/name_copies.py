@@ -45,18 +45,20 @@ def colliding(keys: Iterable[ToolKey]) -> list[list[ToolKey]]:
     groups its name findings). Each group and the list are sorted.
     """
     ordered = sorted(set(keys))
-    parent = list(range(len(ordered)))
-    first: dict[str, int] = {}
+    by_spelling: dict[str, list[int]] = {}
     for index, (_, tool) in enumerate(ordered):
-        for spelling in ("n:" + normalise_name(tool), "s:" + skeleton(tool)):
-            _union(parent, index, first.setdefault(spelling, index))
+        by_spelling.setdefault("n:" + normalise_name(tool), []).append(index)
+        by_spelling.setdefault("s:" + skeleton(tool), []).append(index)
+    shared = [members for members in by_spelling.values() if len(members) > 1]
+    parent = list(range(len(ordered)))
+    for members in shared:
+        for other in members[1:]:
+            _union(parent, members[0], other)
     groups: dict[int, list[ToolKey]] = {}
-    for index, member in enumerate(ordered):
-        groups.setdefault(_find(parent, index), []).append(member)
+    for index in sorted({i for members in shared for i in members}):
+        groups.setdefault(_find(parent, index), []).append(ordered[index])
     return sorted(
-        members
-        for members in groups.values()
-        if len(members) >= 2 and len({server for server, _ in members}) >= 2
+        members for members in groups.values() if len({server for server, _ in members}) >= 2
     )
 
 
