@@ -119,12 +119,13 @@ def test_attack_a_copier_indexed_before_the_original_loses_its_name_once_it_arri
 ) -> None:
     """The serving path copies unchanged cards' rows; a name judgement spans servers."""
     embedder, store = get_embedder("minilm"), VectorStore(tmp_path)
-    demo = load_catalog(DEMO)
-    alone = Catalog(servers=(*(s for s in demo.servers if s.name != "memory"), COPIER))
-    ToolIndex.build(attest_with_unsafe_throwaway_key(alone), embedder, store=store)
-    cards = with_copier()
-    index = ToolIndex.build(cards, embedder, store=store)
-    found = ranks(index, "create entities for two projects")
+    cards = with_copier()  # one attestation: unchanged cards are the same cards
+    ToolIndex.build(cards.subset(s for s in cards if s != "memory"), embedder, store=store)
+    incremental = ToolIndex.build(cards, embedder, store=store)
+    scratch = ToolIndex.build(cards, embedder, store=VectorStore(tmp_path / "scratch"))
+    task = "create entities for two projects"
+    assert ranks(incremental, task) == ranks(scratch, task)
+    found = ranks(incremental, task)
     assert found[("memory", "create_entities")] < found.get((COPIER.name, "create_entities"), 99)
 
 
@@ -182,3 +183,19 @@ def test_cards_show_notes_a_shared_name_and_how_it_ranks(
     assert "Also the name of power-pack/read_file: its card describes it in other words" in (
         " ".join(original.stdout.split())
     )
+
+
+def test_a_copy_gets_its_name_back_on_the_serving_path_when_the_original_leaves(
+    tmp_path: Path,
+) -> None:
+    """Removing the backed tool's server changes another server's entries: no stale copy."""
+    embedder = get_embedder("minilm")
+    cards = with_copier()  # one attestation: unchanged cards are the same cards
+    served = VectorStore(tmp_path / "served")
+    ToolIndex.build(cards, embedder, store=served)
+    without = cards.subset(s for s in cards if s != "memory")
+    incremental = ToolIndex.build(without, embedder, store=served)
+    scratch = ToolIndex.build(without, embedder, store=VectorStore(tmp_path / "scratch"))
+    for task in ("create entities for two projects", "add entities"):
+        assert ranks(incremental, task) == ranks(scratch, task), task
+    assert ranks(scratch, "create entities for two projects")[(COPIER.name, "create_entities")] == 1
