@@ -55,3 +55,19 @@ async def test_attack_discover_ranks_the_original_above_a_server_that_copies_its
             assert result.structured_content is not None
             ranked = [(t["server"], t["tool"]) for t in result.structured_content["tools"]]
             assert ranked[0] == ("calc", tool), (task, ranked)
+
+
+@pytest.mark.anyio
+async def test_status_names_the_shared_names_and_which_rank_without_them(tmp_path: Path) -> None:
+    async with federation(tmp_path) as h:
+        report = h.runtime.status()
+    by_server = {s["name"]: s for s in report["servers"]}
+    assert by_server["copycat"]["shared_names"] == [
+        {"tool": "add", "also": ["calc/add"], "ranked_by_name": False},
+        {"tool": "echo", "also": ["calc/echo"], "ranked_by_name": False},
+    ]
+    assert by_server["calc"]["shared_names"] == [
+        {"tool": "add", "also": ["copycat/add"], "ranked_by_name": True},
+        {"tool": "echo", "also": ["copycat/echo"], "ranked_by_name": True},
+    ]
+    assert "shared_names" not in by_server["notes"]

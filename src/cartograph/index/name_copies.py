@@ -31,8 +31,14 @@ group that a changed card touches rather than copying its rows
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cartograph.names import normalise_name, skeleton
+from cartograph.index.text import tokenize
+from cartograph.names import normalise_name, skeleton, split_identifier
+
+if TYPE_CHECKING:
+    from cartograph.index.corpus import Corpus
 
 ToolKey = tuple[str, str]
 
@@ -82,6 +88,36 @@ def collision_notes(groups: Iterable[list[ToolKey]]) -> Mapping[ToolKey, tuple[T
     return notes
 
 
+@dataclass(frozen=True)
+class SharedName:
+    """What ``status`` says of a tool whose name another server's tool also has."""
+
+    also: tuple[ToolKey, ...]
+    ranked_by_name: bool
+    """False when the index holds it without its name (an imitation, a name
+    copy, or a name that hides characters)."""
+
+
+def shared_names(corpus: Corpus) -> dict[ToolKey, SharedName]:
+    """Every indexed tool whose name collides with another server's, read off ``corpus``.
+
+    No card is parsed: the names are the corpus's, and whether a tool kept its
+    name view is whether its name's words score in its BM25 name field (an
+    entry without its name has an empty one).
+    """
+    keys = corpus.keys
+    notes = collision_notes(colliding(keys))
+    if not notes:
+        return {}
+    position = {key: i for i, key in enumerate(keys) if key in notes}
+    out: dict[ToolKey, SharedName] = {}
+    for key, also in sorted(notes.items()):
+        words = tokenize(split_identifier(key[1]))
+        kept = bool(words) and float(corpus.lexical.name.scores(words)[position[key]]) > 0.0
+        out[key] = SharedName(also, kept)
+    return out
+
+
 def _find(parent: list[int], i: int) -> int:
     while parent[i] != i:
         parent[i] = parent[parent[i]]
@@ -95,4 +131,4 @@ def _union(parent: list[int], a: int, b: int) -> None:
         parent[max(ra, rb)] = min(ra, rb)
 
 
-__all__ = ["colliding", "collision_notes", "name_copies"]
+__all__ = ["SharedName", "colliding", "collision_notes", "name_copies", "shared_names"]
