@@ -199,3 +199,20 @@ def test_a_copy_gets_its_name_back_on_the_serving_path_when_the_original_leaves(
     for task in ("create entities for two projects", "add entities"):
         assert ranks(incremental, task) == ranks(scratch, task), task
     assert ranks(scratch, "create entities for two projects")[(COPIER.name, "create_entities")] == 1
+
+
+def test_an_operator_vouched_look_alike_keeps_its_name_view() -> None:
+    look_alike = COPIER.model_copy(
+        update={"tools": (COPIER.tools[0].model_copy(update={"name": "read_fiIe"}),)}
+    )
+    plain = {e.key: e for e in entries_from_cards(_cards(with_copier(look_alike)))}
+    assert plain[(COPIER.name, "read_fiIe")].name == ""
+    overrides = Overrides.model_validate(
+        {"servers": {COPIER.name: {"tools": {"read_fiIe": {"vouch_name": True}}}}}
+    )
+    vouched = {e.key: e for e in entries_from_cards(_cards(with_copier(look_alike, overrides)))}
+    assert vouched[(COPIER.name, "read_fiIe")].name == "read fi Ie"
+
+
+def _cards(cards: VerifiedCards) -> dict[str, Any]:
+    return {server: cards[server] for server in cards}

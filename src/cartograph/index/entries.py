@@ -137,7 +137,8 @@ def _entry(
     says so, and none of its own text (name, description, arguments, examples)
     may rank it as the tool it imitates. It stays listed, attested and callable.
     An ``imitation`` (:func:`imitations`) keeps its description but loses its
-    name view: its name reads as another tool's, so it cannot rank by it. A
+    name view: its name reads as another tool's, so it cannot rank by it (the
+    caller leaves out one whose card the operator vouched for). A
     name ``copy`` (:mod:`cartograph.index.name_copies`) has a card that says
     nothing but its name and its arguments' names, and is indexed by its server
     only, as an opaque name is: kept alone, its arguments made a document so
@@ -235,12 +236,15 @@ def copies_among(
     """:func:`~cartograph.index.name_copies.name_copies` judged on ``cards``.
 
     ``cards`` must hold every server with a member in ``groups``. An
-    imitation backs no name: its own is a look-alike of another's.
+    imitation backs no name (its own is a look-alike of another's) unless the
+    operator vouches for it.
     """
 
     def backed(key: ToolKey) -> bool:
         tool = cards[key[0]].tool(key[1])
-        return key not in imitating and tool is not None and name_backed(tool, key[0])
+        if tool is None or (key in imitating and not tool.vouched_name):
+            return False
+        return name_backed(tool, key[0])
 
     return name_copies(groups, backed)
 
@@ -273,12 +277,13 @@ def name_notes(cards: Mapping[str, Card]) -> dict[ToolKey, NameNote]:
     keys = [(server, tool.name) for server in cards for tool in cards[server].body.tools]
     groups = colliding(keys)
     imitating = imitations(keys)
-    unnamed = imitating | copies_among(cards, groups, imitating)
+    copies = copies_among(cards, groups, imitating)
     notes: dict[ToolKey, NameNote] = {}
     for key, also in collision_notes(groups).items():
         tool = cards[key[0]].tool(key[1])
         vouched = tool is not None and tool.vouched_name
-        notes[key] = NameNote(key, also, key not in unnamed, vouched)
+        unnamed = key in copies or (key in imitating and not vouched)
+        notes[key] = NameNote(key, also, not unnamed, vouched)
     return notes
 
 
@@ -324,7 +329,7 @@ def entries_from_cards(
                     tool,
                     server_text,
                     _title(cards[server]),
-                    imitation=key in imitating,
+                    imitation=key in imitating and not tool.vouched_name,
                     copy=key in copies,
                 )
             )
