@@ -30,15 +30,14 @@ group that a changed card touches rather than copying its rows
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
 
 from cartograph.index.text import tokenize
 from cartograph.names import normalise_name, skeleton, split_identifier
-
-if TYPE_CHECKING:
-    from cartograph.index.corpus import Corpus
 
 ToolKey = tuple[str, str]
 
@@ -98,14 +97,16 @@ class SharedName:
     copy, or a name that hides characters)."""
 
 
-def shared_names(corpus: Corpus) -> dict[ToolKey, SharedName]:
-    """Every indexed tool whose name collides with another server's, read off ``corpus``.
+def shared_names(
+    keys: Sequence[ToolKey], name_scores: Callable[[Sequence[str]], npt.NDArray[np.float64]]
+) -> dict[ToolKey, SharedName]:
+    """Every indexed tool whose name collides with another server's, read off an index.
 
-    No card is parsed: the names are the corpus's, and whether a tool kept its
-    name view is whether its name's words score in its BM25 name field (an
-    entry without its name has an empty one).
+    ``keys`` are the index's tools in position order and ``name_scores`` its
+    BM25 name field's scores for some words. No card is parsed: a tool kept
+    its name view when its name's words score in its name field (an entry
+    without its name has an empty one).
     """
-    keys = corpus.keys
     notes = collision_notes(colliding(keys))
     if not notes:
         return {}
@@ -113,7 +114,7 @@ def shared_names(corpus: Corpus) -> dict[ToolKey, SharedName]:
     out: dict[ToolKey, SharedName] = {}
     for key, also in sorted(notes.items()):
         words = tokenize(split_identifier(key[1]))
-        kept = bool(words) and float(corpus.lexical.name.scores(words)[position[key]]) > 0.0
+        kept = bool(words) and float(name_scores(words)[position[key]]) > 0.0
         out[key] = SharedName(also, kept)
     return out
 

@@ -153,7 +153,8 @@ class ToolIndex:
         Computed once per index (:func:`~cartograph.index.name_copies.shared_names`).
         """
         if self._shared is None:
-            self._shared = shared_names(self.corpus)
+            corpus = self.corpus
+            self._shared = shared_names(corpus.keys, corpus.lexical.name.scores)
         return self._shared
 
     def keys(self) -> list[ToolKey]:
