@@ -119,14 +119,19 @@ def test_a_restart_with_no_card_changed_embeds_nothing(tmp_path: Path) -> None:
     assert model.texts == []
 
 
-def test_a_rebuild_after_one_card_changed_reads_no_other_card(tmp_path: Path) -> None:
+def test_a_rebuild_after_one_card_changed_reads_no_card_but_it_and_its_name_twins(
+    tmp_path: Path,
+) -> None:
+    """The changed card's twin ("files", whose tools have the same names) is read too:
+    whether a name is another server's copy is judged on both cards (index/name_copies.py)."""
     operator = Operator(tmp_path)
     operator.bootstrap(catalog())
     operator.start(FakeEmbedder())
     operator.bootstrap(changed())
     cards = operator.cards()  # hashed against the manifest; parsed only when first used
+    twin = CHANGED[0].removesuffix("-2")
     for server in cards:
-        if server != CHANGED[0]:  # a build that read these cards would refuse them now
+        if server not in (CHANGED[0], twin):  # a build that read these would refuse them now
             operator.store.path_for(server).write_bytes(b"{}")
 
     index = operator.start(FakeEmbedder(), cards)

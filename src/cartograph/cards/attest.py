@@ -120,6 +120,7 @@ def _tool_card(tool: ToolDef, shape: Reshaped, text: ServerText) -> ToolCard:
         synonyms=written.synonyms,
         examples=written.examples,
         example=written.example,
+        vouched_name=written.vouched_name,
         input_schema=written.input_schema or served.input_schema,
         output_schema=tool.output_schema,
         digest=tool_digest(tool),

@@ -94,18 +94,21 @@ class Transform(StrictModel):
     hidden: dict[str, HiddenArgument] = Field(default_factory=dict)
 
 
-_NO_TRANSFORM: Final = {"transform"}
+_ABSENT: Final[dict[str, Any]] = {"transform": None, "vouched_name": False}
+"""Tool fields not rendered at their default, so cards written before them verify unchanged."""
 
 
 def without_absent(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Dumped tools with each ``"transform": null`` dropped: cards render as before transforms.
+    """Dumped tools without ``"transform": null`` or ``"vouched_name": false``.
 
-    Done on the dumped value rather than in the model's serializer: a per-field
-    exclusion rule made every card dump about half as slow again (callgrind).
+    Cards render as before those fields existed. Done on the dumped value
+    rather than in the model's serializer: a per-field exclusion rule made
+    every card dump about half as slow again (callgrind).
     """
     for tool in tools:
-        if tool.get("transform", 0) is None:
-            del tool["transform"]
+        for key, absent in _ABSENT.items():
+            if key in tool and tool[key] is absent:
+                del tool[key]
     return tools
 
 
@@ -131,12 +134,14 @@ class ToolCard(StrictModel):
     pins: Pins
     transform: Transform | None = None
     """Set for a reshaped tool; when absent it is not rendered (:func:`without_absent`)."""
+    vouched_name: bool = False
+    """The operator vouches for this tool's name (``vouch_name`` in its override): a
+    name another server's tool also has keeps its weight in ranking
+    (:mod:`cartograph.index.name_copies`). Not rendered when false."""
 
     def json_dict(self) -> dict[str, Any]:
-        """This tool's part of the signed JSON value (no ``transform`` key when it has none)."""
-        return self.model_dump(
-            mode="json", exclude=_NO_TRANSFORM if self.transform is None else None
-        )
+        """This tool's part of the signed JSON value (fields at their absent value left out)."""
+        return without_absent([self.model_dump(mode="json")])[0]
 
     @property
     def upstream_name(self) -> str:

@@ -16,10 +16,12 @@ The file is TOML; every field is optional::
     examples = ["show me the README", "what does setup.py contain"]
 
 A tool's table also takes the transform fields of ``config/transforms.py``
-(``name``, ``title``, ``args``), as does a server's ``[servers.NAME.tools.TOOL]``
-table in ``cartograph.toml``; :func:`config_overrides` merges the two (the config
-file's fields win). The tool's other fields then describe it as served: an
-override ``example`` must validate against the served input schema.
+(``name``, ``title``, ``args``, and ``vouch_name``: the operator vouches for a
+name another server's tool also has, signed into the card as ``vouched_name``),
+as does a server's ``[servers.NAME.tools.TOOL]`` table in ``cartograph.toml``;
+:func:`config_overrides` merges the two (the config file's fields win). The
+tool's other fields then describe it as served: an override ``example`` must
+validate against the served input schema.
 
 Overridden text is signed like the rest; a change to a server's overrides
 changes its ``overrides_digest`` and so bumps its card version.
@@ -99,7 +101,12 @@ class Overrides(_Strict):
         return canonical_digest(value)
 
 
-_TRANSFORM_UNSET: Final[dict[str, Any]] = {"name": None, "title": None, "args": {}}
+_TRANSFORM_UNSET: Final[dict[str, Any]] = {
+    "name": None,
+    "title": None,
+    "args": {},
+    "vouch_name": None,
+}
 
 
 def config_overrides(config: Config) -> Overrides:
@@ -190,7 +197,8 @@ def _override_tool(
     fields = override.model_dump(exclude_none=True, include=_TEXT_FIELDS)
     example = override.example if override.example is not None else text.example
     schema = _with_argument_descriptions(text.input_schema, override)
-    return replace(text, **fields, example=example, input_schema=schema)
+    vouched = override.vouch_name if override.vouch_name is not None else text.vouched_name
+    return replace(text, **fields, example=example, input_schema=schema, vouched_name=vouched)
 
 
 _TEXT_FIELDS: Final[set[str]] = {"description", "arguments", "when_to_use", "synonyms", "examples"}

@@ -7,6 +7,7 @@ config, defaulting to ``<state_dir>/keys/operator.key`` and
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -322,7 +323,8 @@ def cards_show(
             f"no card for {server!r} in {store.root}; run `cartograph bootstrap --server {server}`",
             code=codes.CARD_MISSING,
         )
-    card, proof = store.verify_one(server, load_trust(trust_path(cfg)))
+    trust = load_trust(trust_path(cfg))
+    card, proof = store.verify_one(server, trust)
     if json_out:
         print_json(card.json_dict())
         return
@@ -342,6 +344,28 @@ def cards_show(
         [[t.name, t.description, _compact(t.example)] for t in body.tools],
     )
     _print_transforms(body)
+    _print_name_notes(store, trust, card)
+
+
+def _print_name_notes(store: Any, trust: Any, card: Any) -> None:
+    """Cartograph's notes (not signed) on this card's names that other servers' tools share."""
+    from cartograph.index.entries import name_notes
+
+    cards = {card.server: card}
+    for other in store.servers():
+        if other != card.server:
+            with contextlib.suppress(CardError):  # `cards verify` reports those
+                cards[other] = store.verify_one(other, trust)[0]
+    notes = name_notes(cards)
+    rows = [
+        [t.name, notes[(card.server, t.name)].line()]
+        for t in card.body.tools
+        if (card.server, t.name) in notes
+    ]
+    if rows:
+        print_table(
+            "names other servers share (Cartograph's note, not signed)", ["tool", "note"], rows
+        )
 
 
 def _print_transforms(body: Any) -> None:

@@ -242,7 +242,7 @@ def _emit(report: RiftReport, origin: str, *, json_out: bool, markdown: bool) ->
 def _emit_names(report: RiftReport) -> None:
     from cartograph.rift import render
 
-    risky = [n for n in report.names if n.kind != "same-name"]
+    risky = [n for n in report.names if n.kind != "same-name" or n.nameless]
     if risky:
         print_table("Name confusables", render.NAME_COLUMNS, [render.name_row(n) for n in risky])
     repeated = len(report.names) - len(risky)

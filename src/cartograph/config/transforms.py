@@ -21,6 +21,14 @@ shape is what the operator vouches for; nothing here is applied to a call direct
     name = "amount"
     maximum = 100000
 
+    [servers.git-extra.tools.git_status]
+    vouch_name = true                         # its name is also another server's: trust it
+
+``vouch_name`` is the operator's word that a tool's name is its own although
+another server's tool has the same (or a look-alike) name; without it such a
+tool with nothing on its card but its name ranks without its name
+(:mod:`cartograph.index.name_copies`).
+
 Shape problems here (both ``value`` and ``env``, a hidden argument given a served
 name) are refused by pydantic, so at load (``config_invalid``, ``overrides_invalid``);
 problems that need the upstream's definition (an argument it does not take, an enum
@@ -92,6 +100,7 @@ class ToolTransform(_Strict):
     title: str | None = None
     description: str | None = None
     args: dict[str, ArgumentTransform] = Field(default_factory=dict)
+    vouch_name: bool | None = None
 
     @property
     def reshapes(self) -> bool:

@@ -14,8 +14,13 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from cartograph.cards.generators.template import is_opaque
+from cartograph.cards.generators.phrasing import phrase_for
+from cartograph.cards.generators.schema import properties, required
+from cartograph.cards.generators.template import is_opaque, server_title
+from cartograph.cards.generators.text import readable_words
 from cartograph.cards.model import Card, ToolCard
+from cartograph.index.name_copies import colliding, collision_notes, name_copies
+from cartograph.index.text import tokenize
 from cartograph.names import invisible_characters, normalise_name, skeleton, split_identifier
 
 ToolKey = tuple[str, str]
@@ -118,7 +123,13 @@ def plain_arguments(arguments: str) -> str:
 
 
 def _entry(
-    server: str, tool: ToolCard, server_text: str, title: str, *, imitation: bool = False
+    server: str,
+    tool: ToolCard,
+    server_text: str,
+    title: str,
+    *,
+    imitation: bool = False,
+    copy: bool = False,
 ) -> IndexEntry:
     """One tool's entry; a tool whose name mixes writing systems is indexed by its server only.
 
@@ -126,19 +137,44 @@ def _entry(
     says so, and none of its own text (name, description, arguments, examples)
     may rank it as the tool it imitates. It stays listed, attested and callable.
     An ``imitation`` (:func:`imitations`) keeps its description but loses its
-    name view: its name reads as another tool's, so it cannot rank by it.
+    name view: its name reads as another tool's, so it cannot rank by it (the
+    caller leaves out one whose card the operator vouched for). A
+    name ``copy`` (:mod:`cartograph.index.name_copies`) has a card that says
+    nothing but its name and its arguments' names, and is indexed by its server
+    only, as an opaque name is: kept alone, its arguments made a document so
+    short that BM25's length normalisation ranked them above the original's
+    (measured: "repeat my message unchanged" put a copied ``echo`` first).
     """
     opaque = is_opaque(tool.name)
     return IndexEntry(
         server=server,
         tool=tool.name,
-        name="" if opaque or imitation else split_identifier(tool.name),
-        description="" if opaque else tool.description,
-        arguments="" if opaque else without_example_values(tool.arguments),
+        name="" if opaque or imitation or copy else split_identifier(tool.name),
+        description="" if opaque or copy else tool.description,
+        arguments="" if opaque or copy else without_example_values(tool.arguments),
         server_text=server_text,
         server_title=title,
-        examples="" if opaque else examples_text(tool.examples, tool.synonyms),
+        examples="" if opaque or copy else examples_text(tool.examples, tool.synonyms),
     )
+
+
+def name_backed(tool: ToolCard, server: str = "") -> bool:
+    """Whether ``tool``'s card says what it does in words other than its name (or is vouched).
+
+    The words left out: the name's (as written and spelled out), its
+    arguments' names, the template's structure sentences and its
+    restatement of the name (the purpose sentence, from the same phrasing
+    the generator used). What is left came from the publisher's own
+    sentences or the operator's override.
+    """
+    if tool.vouched_name:
+        return True
+    names = [tool.name, *properties(tool.input_schema)]
+    masked = {t for n in names for t in tokenize(" ".join([n, *readable_words(n)]))}
+    needed = [str(n) for n in required(tool.input_schema)]
+    masked.update(tokenize(phrase_for(tool.name, needed, [], server_title(server)).purpose))
+    words = tokenize(_STRUCTURE.sub("", tool.description))
+    return any(word not in masked for word in words)
 
 
 def _plainness(name: str) -> int:
@@ -189,22 +225,88 @@ def examples_text(examples: Iterable[str], synonyms: Iterable[str] = ()) -> str:
     return " ".join(seen)
 
 
+def _title(card: Card) -> str:
+    """The server's title as entries carry it: the capability summary's first sentence."""
+    return card.body.capability.summary.split(". ", 1)[0].rstrip(".")
+
+
+def copies_among(
+    cards: Mapping[str, Card], groups: Iterable[list[ToolKey]], imitating: set[ToolKey]
+) -> set[ToolKey]:
+    """:func:`~cartograph.index.name_copies.name_copies` judged on ``cards``.
+
+    ``cards`` must hold every server with a member in ``groups``. An
+    imitation backs no name (its own is a look-alike of another's) unless the
+    operator vouches for it.
+    """
+
+    def backed(key: ToolKey) -> bool:
+        tool = cards[key[0]].tool(key[1])
+        if tool is None or (key in imitating and not tool.vouched_name):
+            return False
+        return name_backed(tool, key[0])
+
+    return name_copies(groups, backed)
+
+
+@dataclass(frozen=True)
+class NameNote:
+    """Cartograph's note on one tool whose name another server's tool also has."""
+
+    key: ToolKey
+    also: tuple[ToolKey, ...]
+    """The other servers' tools of the same (or a look-alike) name."""
+    ranked_by_name: bool
+    """False for an imitation or a name copy: it ranks without its name."""
+    vouched: bool
+
+    def line(self) -> str:
+        """The note as one line, for the card's reader."""
+        others = ", ".join(f"{server}/{tool}" for server, tool in self.also)
+        if self.vouched:
+            how = "the operator vouches for it (vouch_name)"
+        elif self.ranked_by_name:
+            how = "its card describes it in other words, so it still ranks by it"
+        else:
+            how = "it ranks without its name until the operator vouches for it (vouch_name)"
+        return f"Also the name of {others}: {how}."
+
+
+def name_notes(cards: Mapping[str, Card]) -> dict[ToolKey, NameNote]:
+    """Every tool of ``cards`` whose name collides with another server's, and how it ranks."""
+    keys = [(server, tool.name) for server in cards for tool in cards[server].body.tools]
+    groups = colliding(keys)
+    imitating = imitations(keys)
+    copies = copies_among(cards, groups, imitating)
+    notes: dict[ToolKey, NameNote] = {}
+    for key, also in collision_notes(groups).items():
+        tool = cards[key[0]].tool(key[1])
+        vouched = tool is not None and tool.vouched_name
+        unnamed = key in copies or (key in imitating and not vouched)
+        notes[key] = NameNote(key, also, not unnamed, vouched)
+    return notes
+
+
 def entries_from_cards(
     cards: Mapping[str, Card],
     *,
     exclude: Iterable[ToolKey] = (),
     imitating: set[ToolKey] | None = None,
+    copies: set[ToolKey] | None = None,
 ) -> list[IndexEntry]:
     """Entries for every tool of every verified card, minus ``exclude`` (drifted/unattested).
 
     Servers and tools are sorted so that an index built from the same cards is
-    the same index, whatever order the mapping yields them in.
+    the same index, whatever order the mapping yields them in. Without
+    ``imitating`` and ``copies`` the whole federation is taken to be here, and
+    look-alikes and name copies are found among it.
     """
     skip = set(exclude)
-    if imitating is None:  # the whole federation is here: look-alikes are found among it
-        imitating = imitations(
-            (server, tool.name) for server in cards for tool in cards[server].body.tools
-        )
+    keys = [(server, tool.name) for server in cards for tool in cards[server].body.tools]
+    if imitating is None:
+        imitating = imitations(keys)
+    if copies is None:
+        copies = copies_among(cards, colliding(keys), imitating)
     entries: list[IndexEntry] = []
     for server in sorted(cards):
         body = cards[server].body
@@ -220,7 +322,15 @@ def entries_from_cards(
         for tool in sorted(body.tools, key=lambda t: t.name):
             if (server, tool.name) in skip:
                 continue
-            title = body.capability.summary.split(". ", 1)[0].rstrip(".")
-            imitation = (server, tool.name) in imitating
-            entries.append(_entry(server, tool, server_text, title, imitation=imitation))
+            key = (server, tool.name)
+            entries.append(
+                _entry(
+                    server,
+                    tool,
+                    server_text,
+                    _title(cards[server]),
+                    imitation=key in imitating and not tool.vouched_name,
+                    copy=key in copies,
+                )
+            )
     return entries

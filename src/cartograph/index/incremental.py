@@ -45,7 +45,14 @@ from cartograph.index.corpus import (
     lexical_fields,
 )
 from cartograph.index.embedders.base import Embedder, Vectors
-from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards, imitations
+from cartograph.index.entries import (
+    IndexEntry,
+    ToolKey,
+    copies_among,
+    entries_from_cards,
+    imitations,
+)
+from cartograph.index.name_copies import colliding
 from cartograph.index.snapshot import BaseSnapshot, SnapshotStore, snapshot_key
 from cartograph.index.vector_store import STORED_DTYPE, VectorStore, block_key, stored
 
@@ -119,14 +126,21 @@ def _plan(
     spans = base.columns.server_spans() if base is not None else {}
     builder = ColumnsBuilder(base.columns.vocabulary if base is not None else ())
     pieces: list[_Piece] = []
-    imitating = _imitations(cards, reusable, base)
+    names = _names(cards, reusable, base)
+    groups = colliding(names)
+    reusable -= _touched(groups, reusable, base)
+    judging = [g for g in groups if any(server not in reusable for server, _ in g)]
+    grouped = sorted({server for members in judging for server, _ in members})
+    imitating = imitations(names)
+    grouped_cards = {server: cards.read_intact(server) for server in grouped}
+    judged = FederationNames(imitating, copies_among(grouped_cards, judging, imitating))
     for server in sorted(cards):
         if base is not None and server in reusable:
             start, stop = spans[server]
             builder.add_copied(server, base.columns, start, stop)
             pieces.append((start, stop))
             continue
-        fresh = _fresh(cards, server, exclude, embedder, store, imitating)
+        fresh = _fresh(cards, server, exclude, embedder, store, judged)
         builder.add_entries(server, [fresh.entries[i] for i in fresh.keep])
         if fresh.vectors is not None:
             fresh.entries = []  # only cards still to embed keep their entries
@@ -138,10 +152,49 @@ def _plan(
     return builder.build(), pieces
 
 
-def _imitations(
+@dataclass(frozen=True)
+class FederationNames:
+    """What the whole federation's names decide about each tool's entry."""
+
+    imitating: set[ToolKey]
+    """Look-alike spellings of another tool's name (:func:`imitations`)."""
+    copies: set[ToolKey]
+    """Names another server's backed tool has (:mod:`cartograph.index.name_copies`)."""
+
+
+def _touched(
+    groups: Sequence[list[ToolKey]], reusable: set[str], base: BaseSnapshot | None
+) -> set[str]:
+    """Servers whose name judgements may differ from the base's: they are indexed afresh.
+
+    A judgement spans a group of colliding names (:func:`colliding`), so it
+    can change only for a group, now or in the base, with a member on a server
+    whose rows are not copied (its card changed, or it was added or removed).
+    Groups wholly on copied servers were judged on the same cards by the same
+    code when the base was built.
+    """
+    before = colliding(_base_names(base)) if base is not None else []
+    return {
+        server
+        for members in (*groups, *before)
+        if any(s not in reusable for s, _ in members)
+        for server, _ in members
+    }
+
+
+def _base_names(base: BaseSnapshot) -> list[ToolKey]:
+    columns = base.columns
+    servers = columns.servers
+    return [
+        (servers[int(columns.tool_server[row])], name)
+        for row, name in enumerate(columns.tool_names)
+    ]
+
+
+def _names(
     cards: VerifiedCards, reusable: Iterable[str], base: BaseSnapshot | None
-) -> set[ToolKey]:
-    """Look-alike names across the whole federation (:func:`imitations`).
+) -> list[ToolKey]:
+    """Every tool of the federation, for the judgements that span servers.
 
     Servers copied from the last snapshot give their tool names from its
     columns, so no card is parsed for this; the others from their cards.
@@ -157,7 +210,7 @@ def _imitations(
     for server in cards:
         if server not in copied:
             keys.extend((server, tool.name) for tool in cards.read_intact(server).body.tools)
-    return imitations(keys)
+    return keys
 
 
 def _reusable(
@@ -190,7 +243,7 @@ def _fresh(
     exclude: frozenset[ToolKey],
     embedder: Embedder,
     store: VectorStore,
-    imitating: set[ToolKey],
+    judged: FederationNames,
 ) -> _Fresh:
     """One card read and checked (not kept parsed), and its stored vector block if any.
 
@@ -198,7 +251,9 @@ def _fresh(
     text), so it stays valid whatever is left out; the kept rows are taken
     from it.
     """
-    entries = entries_from_cards({server: cards.read_intact(server)}, imitating=imitating)
+    entries = entries_from_cards(
+        {server: cards.read_intact(server)}, imitating=judged.imitating, copies=judged.copies
+    )
     keep = [i for i, entry in enumerate(entries) if entry.key not in exclude]
     texts = [e.text for e in entries] + [e.name_text for e in entries]
     key = block_key(embedder.model_id, cards.digest(server), texts)

@@ -83,6 +83,7 @@ TOOL_FIELDS: Final = ("full", "name", "description", "purpose", "arguments", "ex
 # must never load a snapshot built by the old code.
 _CODE_FILES: Final = (
     "index/entries.py",
+    "index/name_copies.py",
     "index/text.py",
     "index/lexical.py",
     "index/corpus.py",

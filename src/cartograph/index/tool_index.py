@@ -26,6 +26,7 @@ from cartograph.index.embedders.base import Embedder
 from cartograph.index.entries import IndexEntry, ToolKey, entries_from_cards
 from cartograph.index.incremental import entry_vectors, persisted_corpus
 from cartograph.index.incremental import tool_vectors as tool_vectors
+from cartograph.index.name_copies import SharedName, shared_names
 from cartograph.index.open_world import OpenWorld, background_for
 from cartograph.index.query import parse_query
 from cartograph.index.rankers import QueryContext, Ranker, Ranking, get_ranker
@@ -79,6 +80,7 @@ class ToolIndex:
         # Where the background catalog's vectors are cached (set by build).
         self.embedding_cache: EmbeddingCache | None = None
         self._open_world: OpenWorld | None = None
+        self._shared: dict[ToolKey, SharedName] | None = None
         get_ranker(default_method)  # fail at build time, not at the first query
 
     @classmethod
@@ -144,6 +146,16 @@ class ToolIndex:
     @property
     def size(self) -> int:
         return self.corpus.size
+
+    def shared_names(self) -> dict[ToolKey, SharedName]:
+        """Tools whose names other servers' tools share, and whether they rank by them.
+
+        Computed once per index (:func:`~cartograph.index.name_copies.shared_names`).
+        """
+        if self._shared is None:
+            corpus = self.corpus
+            self._shared = shared_names(corpus.keys, corpus.lexical.name.scores)
+        return self._shared
 
     def keys(self) -> list[ToolKey]:
         return self.corpus.keys

@@ -186,6 +186,9 @@ class NameConfusable(StrictModel):
     scope: Scope
     key: str
     members: tuple[ToolRef, ...]
+    nameless: tuple[ToolRef, ...] = ()
+    """Members that rank without their name: look-alike spellings, and copies of a
+    name another server's tool backs (:mod:`cartograph.index.name_copies`)."""
 
 
 class Grouping(StrictModel):

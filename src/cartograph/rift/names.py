@@ -16,14 +16,20 @@ kinds of finding are reported:
   ``vv`` / ``w``, from :data:`cartograph.names.SKELETON_SUPPLEMENT`). The
   index judges imitations with the same skeleton, so Rift and ranking never
   disagree on which names look alike.
+
+:func:`with_nameless` marks, in each group, the members the index ranks without
+their name (look-alike spellings, and copies of a name another server's tool
+backs: :mod:`cartograph.index.name_copies`).
 """
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
+from cartograph.cards.model import Card
+from cartograph.index.entries import name_notes
 from cartograph.names import invisible_characters, normalise_name, skeleton
 from cartograph.rift.model import NameConfusable, ToolRef
 
@@ -50,6 +56,26 @@ def name_confusables(tools: Iterable[ToolRef]) -> list[NameConfusable]:
     return sorted(
         found, key=lambda c: (_SEVERITY[c.kind], c.scope != "within-server", c.key, c.members)
     )
+
+
+def with_nameless(
+    found: Iterable[NameConfusable], cards: Mapping[str, Card]
+) -> list[NameConfusable]:
+    """``found`` with each finding's members that rank without their name marked.
+
+    Judged on the whole of ``cards`` as the index judges them
+    (:func:`cartograph.index.entries.name_notes`), so the report and ranking agree.
+    """
+    notes = name_notes(cards)
+    out = []
+    for finding in found:
+        nameless = tuple(
+            m
+            for m in finding.members
+            if (m.server, m.tool) in notes and not notes[(m.server, m.tool)].ranked_by_name
+        )
+        out.append(finding.model_copy(update={"nameless": nameless}) if nameless else finding)
+    return out
 
 
 def shown(name: str) -> str:
@@ -104,4 +130,4 @@ def _union(parent: list[int], a: int, b: int) -> None:
         parent[max(ra, rb)] = min(ra, rb)
 
 
-__all__ = ["name_confusables", "shown"]
+__all__ = ["name_confusables", "shown", "with_nameless"]

@@ -78,7 +78,8 @@ def short_cluster_row(c: Cluster) -> list[str]:
 
 
 def name_row(n: NameConfusable) -> list[str]:
-    return [n.kind, n.scope, n.key, _clip([m.key for m in n.members], MAX_MEMBERS_SHOWN)]
+    members = [f"{m.key} (ranks without its name)" if m in n.nameless else m.key for m in n.members]
+    return [n.kind, n.scope, n.key, _clip(members, MAX_MEMBERS_SHOWN)]
 
 
 _METRICS: Final = (

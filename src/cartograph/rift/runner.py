@@ -23,6 +23,7 @@ from cartograph.config.model import Config
 from cartograph.index.embedders import get_embedder
 from cartograph.rift.analysis import TextSource, analyse, make_embed_fn, tools_from_cards
 from cartograph.rift.model import RiftReport, RiftSettings
+from cartograph.rift.names import with_nameless
 
 Progress = Callable[[int, int], None]
 
@@ -132,7 +133,9 @@ def run_rift(
     embed = make_embed_fn(model, cache=cache, progress=progress)
     tools = tools_from_cards(cards, text=text, probe=settings.probe)
     tools = [t for t in tools if t.key not in exclude]
-    return analyse(tools, embed, settings, model_id=model.model_id)
+    report = analyse(tools, embed, settings, model_id=model.model_id)
+    names = tuple(with_nameless(report.names, cards))
+    return report.model_copy(update={"names": names})
 
 
 __all__ = ["CardSource", "load_cards", "run_rift", "settings_for", "unserved"]

@@ -39,6 +39,8 @@ class ToolText:
     when_to_use: str = ""
     synonyms: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
+    vouched_name: bool = False
+    """Set only by an operator override (``vouch_name``), never by a generator."""
 
 
 @dataclass(frozen=True)

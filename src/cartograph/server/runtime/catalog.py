@@ -410,10 +410,13 @@ class CatalogRuntime:
 
     async def _build_index(self, excluded: frozenset[ToolKey]) -> ToolIndex:
         config, cards, embedder, cache = self.config, self.cards, self.embedder, self.cache
-        return await run_cpu(
-            lambda: build_serving_index(config, cards, embedder, cache=cache, exclude=excluded),
-            workers=self.config.index.cpu_workers,
-        )
+
+        def build() -> ToolIndex:
+            index = build_serving_index(config, cards, embedder, cache=cache, exclude=excluded)
+            index.shared_names()  # off the event loop: `status` reads it (P-REL-10)
+            return index
+
+        return await run_cpu(build, workers=self.config.index.cpu_workers)
 
     # -- discover and status ------------------------------------------------------
 
@@ -469,6 +472,7 @@ class CatalogRuntime:
             unchecked=self.unchecked,
             gateway=self.gateway.snapshot(),
             started_at=self.started_at,
+            shared=self.index.current.shared_names() if self.index.current is not None else {},
         )
         report: dict[str, Any] = self.redactor.data(catalog_status(facts))
         return report

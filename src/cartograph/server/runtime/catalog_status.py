@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cartograph import error_codes as codes
 from cartograph.cards.drift import DriftReport, reattest_command
 from cartograph.cards.verified import VerifiedCards
 from cartograph.config.model import ServerConfig
+from cartograph.index.name_copies import SharedName
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class CatalogFacts:
     gateway: Mapping[str, Any]
     """:meth:`Gateway.snapshot`: mode, and per-server pool, breaker, load and counters."""
     started_at: float
+    shared: Mapping[tuple[str, str], SharedName] = field(default_factory=dict)
+    """Tools whose names other servers' tools share (:meth:`ToolIndex.shared_names`)."""
 
 
 def catalog_status(facts: CatalogFacts) -> dict[str, Any]:
@@ -98,6 +101,7 @@ def _server_status(facts: CatalogFacts, name: str) -> dict[str, Any]:
         },
         "card": _card_status(facts.cards, name),
         **_card_problem(facts, name),
+        **_shared_names(facts, name),
         **by_status,
         "reattest": reattest_command(name) if any(by_status.values()) else None,
         "pool": gw["pool"],
@@ -108,6 +112,26 @@ def _server_status(facts: CatalogFacts, name: str) -> dict[str, Any]:
         "restarts": gw["pool"].get("restarts", 0),
         "last_error": gw["last_error"],
     }
+
+
+def _shared_names(facts: CatalogFacts, name: str) -> dict[str, Any]:
+    """This server's tools whose names other servers' tools share (absent when none).
+
+    ``ranked_by_name`` false: the index holds the tool without its name (a
+    look-alike or a copy of a name another server's tool backs); `cartograph
+    rift` shows the groups, and ``vouch_name`` in the tool's table is the fix
+    when the name is its own.
+    """
+    shared = [
+        {
+            "tool": tool,
+            "also": [f"{s}/{t}" for s, t in note.also],
+            "ranked_by_name": note.ranked_by_name,
+        }
+        for (server, tool), note in facts.shared.items()
+        if server == name
+    ]
+    return {"shared_names": shared} if shared else {}
 
 
 def _health(listed: bool, gw: Mapping[str, Any], mode: str) -> str:
