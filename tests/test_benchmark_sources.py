@@ -6,6 +6,11 @@ the path. That path is exercised nowhere else, so it rotted unnoticed once
 already (an argument older trees do not take). Here each runs this checkout's
 ``src`` through it on a tiny input: the numbers are the benchmark's business,
 only that every figure arrives is checked.
+
+``first_answer.py --throwaway`` makes each tree bootstrap a state of its own
+(``keys init`` and ``bootstrap`` run by that tree's code), and ``--imports``
+reads ``serve``'s ``-X importtime`` log up to the first answer: both are run
+here on this tree too.
 """
 
 from __future__ import annotations
@@ -68,3 +73,44 @@ def test_serving_scale_measures_a_tree_given_by_its_src_folder(tmp_path: Path) -
     assert (row["source"], row["tools"]) == ("tree", 12)
     assert row["methods"]["hybrid"]["cpu_p50_ms"] > 0
     assert row["rank_cpu_p50_ms"] > 0
+
+
+@pytest.mark.slow
+def test_first_answer_bootstraps_a_throwaway_state_with_the_trees_own_code(
+    tmp_path: Path,
+) -> None:
+    configs = first_answer.throwaway_configs({"tree": SRC}, tmp_path)
+
+    report = first_answer.run({"tree": SRC}, configs["tree"], {}, runs=1, settle_s=0.0, warm=False)
+    assert report["results"]["tree"]["first_discover_ms"]["median"] > 0
+    assert (tmp_path / "tree" / "state" / "trust.toml").is_file()
+
+
+@pytest.mark.slow
+def test_first_answer_reads_serves_imports_up_to_the_first_answer(tmp_path: Path) -> None:
+    config = _bootstrapped(tmp_path)
+
+    shares = first_answer.import_shares(SRC, config, None)
+
+    assert "mcp_types" in shares and "cartograph.cli" in shares
+    assert list(shares.values()) == sorted(shares.values(), reverse=True)
+
+
+def test_import_shares_sum_self_time_per_package_and_cartograph_subpackage() -> None:
+    log = "\n".join(
+        [
+            "import time: self [us] | cumulative | imported package",
+            "import time:       500 |        500 |   numpy._core",
+            "import time:       250 |        750 | numpy",
+            "import time:      2000 |       2000 |     cartograph.index.cache",
+            "import time:      1000 |       3000 |   cartograph.index",
+            "import time:       300 |        300 | cartograph.cli.app",
+            "a line the child printed itself",
+        ]
+    )
+
+    assert first_answer.shares_of(log) == {
+        "cartograph.index": 3.0,
+        "numpy": 0.75,
+        "cartograph.cli": 0.3,
+    }
