@@ -16,6 +16,7 @@ here on this tree too.
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,27 +53,47 @@ def _bootstrapped(tmp_path: Path) -> Path:
     return config
 
 
+def _interpreter_that_logs(tmp_path: Path) -> tuple[str, Path]:
+    """An interpreter for ``--python NAME=EXE``: this one, noting each start in a file."""
+    log = tmp_path / "python-starts.log"
+    exe = tmp_path / "tree-python"
+    exe.write_text(f'#!/bin/sh\necho started >> "{log}"\nexec "{sys.executable}" "$@"\n')
+    exe.chmod(0o755)
+    return str(exe), log
+
+
 @pytest.mark.slow
-def test_first_answer_measures_a_tree_given_by_its_src_folder(tmp_path: Path) -> None:
+def test_first_answer_measures_a_tree_given_by_its_src_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = _bootstrapped(tmp_path)
+    exe, log = _interpreter_that_logs(tmp_path)
+    monkeypatch.setitem(first_answer.PYTHONS, SRC, exe)  # --python tree=EXE
 
     report = first_answer.run({"tree": SRC}, config, {}, runs=1, settle_s=0.0, warm=False)
 
     figures = report["results"]["tree"]
     for key in ("first_discover_ms", "first_discover_cpu_ms", "cli_discover_cpu_ms", "help_cpu_ms"):
         assert figures[key]["median"] > 0, key
+    assert len(log.read_text().splitlines()) == 4  # serve, discover, --help, version
 
 
 @pytest.mark.slow
-def test_serving_scale_measures_a_tree_given_by_its_src_folder(tmp_path: Path) -> None:
+def test_serving_scale_measures_a_tree_given_by_its_src_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe, log = _interpreter_that_logs(tmp_path)
+    monkeypatch.setitem(serving_scale.PYTHONS, SRC, exe)  # --python tree=EXE
+
     report = serving_scale.run_all(
-        ["12"], tmp_path, 2, "hybrid", {"tree": SRC}, runs=1, agreement=False
+        ["12"], tmp_path / "stores", 2, "hybrid", {"tree": SRC}, runs=1, agreement=False
     )
 
     (row,) = report["rows"]
     assert (row["source"], row["tools"]) == ("tree", 12)
     assert row["methods"]["hybrid"]["cpu_p50_ms"] > 0
     assert row["rank_cpu_p50_ms"] > 0
+    assert len(log.read_text().splitlines()) == 2  # prepare, then the measured child
 
 
 @pytest.mark.slow
