@@ -9,7 +9,7 @@ import anyio
 import typer
 
 from cartograph import error_codes as codes
-from cartograph.cli import startup_gc
+from cartograph import startup_gc
 from cartograph.cli.app import (
     CatalogOption,
     ConfigOption,

@@ -11,7 +11,7 @@ import anyio
 import typer
 
 from cartograph import error_codes as codes
-from cartograph.cli import startup_gc
+from cartograph import startup_gc
 from cartograph.cli.app import (
     EXIT_CHECK_FAILED,
     ConfigOption,
@@ -207,7 +207,7 @@ def serve(
     ``--debug``/``--log-format`` are also root options (``cartograph --debug serve``);
     given here they win.
     """
-    with startup_gc.paused():  # until the runtime is up (cli/startup_gc.py)
+    with startup_gc.paused():  # until the runtime is up (startup_gc.py)
         own = LogChoice(debug=debug, format=log_format)
         config = _serve_logging(ctx, own, config_path, mode)
         if state_dir is not None:

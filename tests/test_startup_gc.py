@@ -1,4 +1,4 @@
-"""`serve` starts with the cyclic collector paused, serves with it on (cli/startup_gc.py)."""
+"""`serve` starts with the cyclic collector paused, serves with it on (startup_gc.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from cartograph.cli import startup_gc
+from cartograph import startup_gc
 
 
 @pytest.fixture(autouse=True)
 def _collector_restored() -> Iterator[None]:
     was_enabled = gc.isenabled()
     yield
+    startup_gc.settle()
     if was_enabled:
         gc.enable()
     gc.unfreeze()
@@ -24,8 +25,27 @@ def test_the_collector_is_off_while_starting_and_back_on_once_resumed() -> None:
         assert not gc.isenabled()
         startup_gc.resume()
         assert gc.isenabled()
-        assert gc.get_freeze_count() > 0  # what start-up built is never walked again
+        assert gc.get_freeze_count() > 0  # the first requests' collections skip start-up
     assert gc.isenabled()
+
+
+def test_what_start_up_froze_is_collectable_again_once_settled() -> None:
+    with startup_gc.paused():
+        startup_gc.resume()
+    assert gc.get_freeze_count() > 0
+
+    startup_gc.settle()
+
+    assert gc.get_freeze_count() == 0
+
+
+def test_settling_unfreezes_nothing_start_up_did_not_freeze() -> None:
+    gc.freeze()  # someone else's freeze, e.g. before a fork
+    frozen = gc.get_freeze_count()
+
+    startup_gc.settle()
+
+    assert gc.get_freeze_count() == frozen
 
 
 def test_a_pause_ends_with_its_block_even_when_start_up_fails() -> None:
