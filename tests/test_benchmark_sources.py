@@ -7,6 +7,7 @@ already (an argument older trees do not take). Here each runs this checkout's
 ``src`` through it on a tiny input: the numbers are the benchmark's business,
 only that every figure arrives is checked.
 
+``discover_latency.py`` takes ``--src`` and ``--python`` the same way.
 ``first_answer.py --throwaway`` makes each tree bootstrap a state of its own
 (``keys init`` and ``bootstrap`` run by that tree's code), and ``--imports``
 reads ``serve``'s ``-X importtime`` log up to the first answer: both are run
@@ -33,6 +34,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Imported by name at run time: the script imports its sibling scripts as
 # top-level modules (it runs as a script), which mypy cannot follow from here.
 serving_scale: Any = importlib.import_module("benchmarks.serving_scale")
+discover_latency: Any = importlib.import_module("benchmarks.discover_latency")
 
 
 def _bootstrapped(tmp_path: Path) -> Path:
@@ -135,3 +137,19 @@ def test_import_shares_sum_self_time_per_package_and_cartograph_subpackage() -> 
         "numpy": 0.75,
         "cartograph.cli": 0.3,
     }
+
+
+@pytest.mark.slow
+def test_discover_latency_measures_a_tree_given_by_its_src_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe, log = _interpreter_that_logs(tmp_path)
+    monkeypatch.setitem(discover_latency.PYTHONS, SRC, exe)  # --python tree=EXE
+
+    report = discover_latency.run_all(["12"], tmp_path / "caches", 2, "hybrid", {"tree": SRC})
+
+    embedder, row = report["rows"]
+    assert (embedder["source"], embedder["scale"]) == ("tree", "embedder")
+    assert (row["source"], row["tools"]) == ("tree", 12)
+    assert row["methods"]["hybrid"]["cpu_p50_ms"] > 0
+    assert len(log.read_text().splitlines()) == 3  # embedder, prepare, the measured child
