@@ -35,6 +35,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # top-level modules (it runs as a script), which mypy cannot follow from here.
 serving_scale: Any = importlib.import_module("benchmarks.serving_scale")
 discover_latency: Any = importlib.import_module("benchmarks.discover_latency")
+import_steps: Any = importlib.import_module("benchmarks.import_steps")
 
 
 def _bootstrapped(tmp_path: Path) -> Path:
@@ -153,3 +154,10 @@ def test_discover_latency_measures_a_tree_given_by_its_src_folder(
     assert (row["source"], row["tools"]) == ("tree", 12)
     assert row["methods"]["hybrid"]["cpu_p50_ms"] > 0
     assert len(log.read_text().splitlines()) == 3  # embedder, prepare, the measured child
+
+
+def test_import_steps_times_every_step_of_a_tree_given_by_its_src_folder() -> None:
+    steps = import_steps.one_run(SRC, paused=True)
+
+    assert len(steps) == len(import_steps.STEPS)
+    assert steps[2] > 0 and steps[3] > 0  # the MCP SDK: never already imported
