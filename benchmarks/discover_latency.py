@@ -2,6 +2,7 @@
 """Discover latency, index build time and peak memory at 527, 10k and 100k tools.
 
     python benchmarks/discover_latency.py [--scales livemcpbench,10000,100000] [--json]
+        [--src NAME=PATH ... [--python NAME=EXE ...]]
 
 Each scale runs in its own subprocess, so its peak RSS (``ru_maxrss``) is its
 own: that process builds verified cards (template generator, ephemeral key),
@@ -20,6 +21,12 @@ from that warm cache — exactly the restart path of a real deployment — and
 embeds every *query* with the real model. ``cold_embed_s_est`` extrapolates a
 cold build from the measured texts/s. LiveMCPBench (527 tools) is embedded for
 real (cold on the first run; later runs hit the cache, reported as ``cached``).
+
+``--src NAME=PATH`` (repeatable) measures other checkouts' ``src`` folders,
+each child with that tree first on the path and a cache of its own, scale by
+scale, trees interleaved; ``--python NAME=EXE`` runs a tree's children with
+an interpreter whose environment was built from that tree's own lock or
+``pyproject.toml``. Without ``--src`` this checkout is measured as ``this``.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -96,8 +103,17 @@ class _TableEmbedder:
         return np.stack([self._table[t] for t in texts]).astype(np.float32)
 
 
+def throwaway_cards(catalog: Any) -> Any:
+    """Cards signed in memory with a throwaway key, under the name the tree gives that."""
+    from cartograph.cards import attest
+
+    sign = getattr(attest, "attest_with_unsafe_throwaway_key", None)
+    if sign is None:  # trees before 9145342 called it attest_in_memory
+        sign = attest.attest_in_memory
+    return sign(catalog)
+
+
 def prepare(scale: str, state_dir: Path) -> dict[str, Any]:
-    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.index.cache import EmbeddingCache
     from cartograph.index.embedders import get_embedder
     from cartograph.index.entries import entries_from_cards
@@ -105,7 +121,7 @@ def prepare(scale: str, state_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     catalog, _, parts = load_scale(scale, 0)
     assert parts is not None
-    entries = entries_from_cards(attest_with_unsafe_throwaway_key(catalog))
+    entries = entries_from_cards(throwaway_cards(catalog))
     model = get_embedder("minilm")
     units = sorted({*VERBS, *OBJECTS, *DOMAINS, *QUALIFIERS})
     unit_vectors = dict(zip(units, model.embed(units), strict=True))
@@ -134,7 +150,6 @@ def prepare(scale: str, state_dir: Path) -> dict[str, Any]:
 
 
 def measure(scale: str, state_dir: Path, queries: int, methods: list[str]) -> dict[str, Any]:
-    from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.index.cache import EmbeddingCache
     from cartograph.index.discover import discover
     from cartograph.index.embedders import get_embedder
@@ -143,7 +158,7 @@ def measure(scale: str, state_dir: Path, queries: int, methods: list[str]) -> di
     t0 = time.perf_counter()
     catalog, tasks, _ = load_scale(scale, queries)
     t1 = time.perf_counter()
-    cards = attest_with_unsafe_throwaway_key(catalog)
+    cards = throwaway_cards(catalog)
     t2 = time.perf_counter()
     cache = EmbeddingCache(state_dir)
     index = ToolIndex.build(cards, get_embedder("minilm"), cache=cache)
@@ -349,57 +364,96 @@ def _per_call_ms(model: Any, texts: list[str]) -> float:
 # --- driver -----------------------------------------------------------------------
 
 
-def _child(args: list[str]) -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+THIS: Final = Path(__file__).resolve().parents[1] / "src"
+
+PYTHONS: dict[Path, str] = {}
+"""The interpreter per source tree (``--python``); a tree not named runs with this one's."""
+
+
+def _child(args: list[str], src: Path = THIS) -> dict[str, Any]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH")) if p)
+    cmd = [PYTHONS.get(src, sys.executable), str(Path(__file__).resolve()), *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def run_all(scales: list[str], state_dir: Path, queries: int, methods: str) -> dict[str, Any]:
-    rows = [_child(["--child", "embedder"])]
+def run_all(
+    scales: list[str],
+    state_dir: Path,
+    queries: int,
+    methods: str,
+    sources: dict[str, Path] | None = None,
+) -> dict[str, Any]:
+    """Every scale for every source, sources interleaved; each source has its own cache."""
+    trees = sources or {"this": THIS}
+    embedders = {name: _child(["--child", "embedder"], src) for name, src in trees.items()}
+    rows = [{"source": name, **row} for name, row in embedders.items()]
     for scale in scales:
-        if scale != "livemcpbench":
-            print(f"preparing {scale} …", file=sys.stderr)
-            _child(["--prepare", scale, "--state-dir", str(state_dir)])
-        print(f"measuring {scale} …", file=sys.stderr)
-        rows.append(
-            _child(
+        for name, src in trees.items():
+            state = state_dir / name
+            if scale != "livemcpbench":
+                print(f"[{name}] preparing {scale} …", file=sys.stderr)
+                _child(["--prepare", scale, "--state-dir", str(state)], src)
+            print(f"[{name}] measuring {scale} …", file=sys.stderr)
+            row = _child(
                 [
-                    *("--child", scale, "--state-dir", str(state_dir)),
+                    *("--child", scale, "--state-dir", str(state)),
                     *("--queries", str(queries), "--methods", methods),
-                ]
+                ],
+                src,
             )
-        )
-    embedder = rows[0]
-    for row in rows[1:]:
-        row["cold_embed_s_est"] = round(row["tools"] / embedder["texts_per_s"], 1)
+            row["cold_embed_s_est"] = round(row["tools"] / embedders[name]["texts_per_s"], 1)
+            rows.append({"source": name, **row})
     load = os.getloadavg()
     return {"cpus": os.cpu_count(), "loadavg": [round(x, 2) for x in load], "rows": rows}
 
 
 def markdown(result: dict[str, Any]) -> str:
-    emb, rows = result["rows"][0], result["rows"][1:]
+    embedders = [row for row in result["rows"] if row["scale"] == "embedder"]
+    rows = [row for row in result["rows"] if row["scale"] != "embedder"]
     lines = [
-        f"Embedder (MiniLM int8): cold start {emb['cold_start_s']} s, short query "
-        f"{emb['short_query_p50_ms']} ms, task query {emb['task_query_p50_ms']} ms (p50), "
-        f"{emb['texts_per_s']} texts/s, RSS after load {emb['rss_after_load_mb']} MB",
+        f"Embedder (MiniLM int8), {emb['source']}: cold start {emb['cold_start_s']} s, short "
+        f"query {emb['short_query_p50_ms']} ms, task query {emb['task_query_p50_ms']} ms (p50), "
+        f"{emb['texts_per_s']} texts/s, RSS after load {emb['rss_after_load_mb']} MB"
+        for emb in embedders
+    ]
+    lines += [
         f"(cpus {result['cpus']}, load average {result['loadavg']})",
         "",
-        "| scale | tools | servers | cards s | index build s | cached | cold embed s (est) "
-        "| method | discover p50 ms | p99 ms | CPU p50 ms | embed p50 ms | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| source | scale | tools | servers | cards s | index build s | cached "
+        "| cold embed s (est) | method | discover p50 ms | p99 ms | CPU p50 ms | embed p50 ms "
+        "| peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         for method, t in row["methods"].items():
             lines.append(
-                f"| {row['scale']} | {row['tools']} | {row['servers']} | {row['cards_s']} "
+                f"| {row['source']} | {row['scale']} | {row['tools']} | {row['servers']} "
+                f"| {row['cards_s']} "
                 f"| {row['index_build_s']} | {row['cached']} | {row['cold_embed_s_est']} "
                 f"| {method} | {t['p50_ms']} | {t['p99_ms']} | {t['cpu_p50_ms']} "
                 f"| {t['embed_p50_ms']} | {row['peak_rss_mb']} |"
             )
     return "\n".join(lines)
+
+
+def _sources(specs: list[str], pythons: list[str]) -> dict[str, Path] | None:
+    """``--src NAME=PATH`` as a dict (None: this checkout alone); ``--python`` into PYTHONS."""
+    sources: dict[str, Path] = {}
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if not path:
+            raise SystemExit(f"--src wants NAME=PATH, got {spec!r}")
+        sources[name] = Path(path).resolve()
+    for spec in pythons:
+        name, _, exe = spec.partition("=")
+        if name not in sources or not exe:
+            raise SystemExit(f"--python wants NAME=EXE for a --src NAME=PATH, got {spec!r}")
+        PYTHONS[sources[name]] = exe
+    return sources or None
 
 
 def main() -> int:
@@ -409,6 +463,13 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--state-dir", type=Path, help="embedding cache (default: temporary)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
+    parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        help="NAME=EXE: the interpreter for --src NAME (its own environment)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -424,7 +485,8 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="cartograph-bench-") as tmp:
         state = args.state_dir or Path(tmp)
-        result = run_all(args.scales.split(","), state, args.queries, args.methods)
+        sources = _sources(args.src, args.python)
+        result = run_all(args.scales.split(","), state, args.queries, args.methods, sources)
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     return 0
 

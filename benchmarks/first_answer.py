@@ -4,6 +4,8 @@
     python benchmarks/first_answer.py --config demo/cartograph.toml [--runs 5]
         [--src NAME=PATH ...] [--state NAME=DIR ...] [--python NAME=EXE ...]
         [--tree-config NAME=FILE ...] [--state-dir DIR] [--json]
+    python benchmarks/first_answer.py --throwaway [--src NAME=PATH --python NAME=EXE ...]
+        [--imports]
 
 What an agent waits for after its host launches the proxy: an SDK client
 (``mcp.Client`` over stdio, as a host would) spawns ``cartograph serve``,
@@ -38,6 +40,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -166,6 +169,109 @@ def measure_once(
     return sample
 
 
+# --- --throwaway: each tree bootstraps a state of its own ---------------------------
+
+THROWAWAY_CONFIG = """state_dir = {state}
+
+[index]
+embedder = "minilm"
+
+[servers.calc]
+command = {python}
+args = [{server}]
+"""
+"""No ``protocol`` key: older trees' config models refuse keys they do not know."""
+
+
+def throwaway_configs(sources: dict[str, Path], root: Path) -> dict[str, Path]:
+    """A config per tree under ``root``, its key made and its card bootstrapped by that tree.
+
+    The upstream is the same for every tree (this checkout's scriptable test
+    server, run by this interpreter): only the proxy is measured.
+    """
+    server = ROOT / "tests" / "helpers" / "scriptable.py"
+    configs = {}
+    for name, src in sources.items():
+        folder = root / name
+        folder.mkdir(parents=True)
+        config = folder / "cartograph.toml"
+        text = THROWAWAY_CONFIG.format(
+            state=json.dumps(str(folder / "state")),
+            python=json.dumps(sys.executable),
+            server=json.dumps(str(server)),
+        )
+        config.write_text(text, encoding="utf-8")
+        for command in (["keys", "init"], ["bootstrap"]):
+            timed_cli_cpu(src, [*command, "--config", str(config)])
+        configs[name] = config
+    return configs
+
+
+# --- --imports: where serve's import time goes until the first answer ---------------
+
+
+async def _answer_with_importtime(
+    src: Path, config: Path, state_dir: Path | None, log: Path
+) -> int:
+    """Bytes of ``log`` (the child's stderr: its import log) written when ``discover`` answered."""
+    # The shell sends only the child's stderr to the file; stdio stays the SDK's.
+    params = StdioServerParameters(
+        command="/bin/sh",
+        args=[
+            "-c",
+            'exec "$0" "$@" 2>"$IMPORT_LOG"',
+            python_for(src),
+            "-X",
+            "importtime",
+            *serve_args(config, state_dir),
+        ],
+        cwd=str(ROOT),
+        env={**child_env(src), "IMPORT_LOG": str(log)},
+    )
+    with anyio.fail_after(180):
+        async with Client(params, mode="legacy") as client:
+            await client.call_tool("discover", {"task": TASK, "k": 5})
+            return os.stat(log).st_size  # one stat: nothing to await
+
+
+def import_shares(src: Path, config: Path, state_dir: Path | None) -> dict[str, float]:
+    """Self import time (ms) per top-level package of one ``serve`` until its first answer.
+
+    The log is cut where it stood when the answer arrived, leaving out what
+    upstream connects import behind it.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "importtime.log"
+        answered = anyio.run(_answer_with_importtime, src, config, state_dir, log)
+        with log.open("rb") as lines:
+            text = lines.read(answered).decode("utf-8", "replace")
+    return shares_of(text)
+
+
+def shares_of(importtime_log: str) -> dict[str, float]:
+    """``-X importtime`` lines → self ms per package, largest first (``cartograph.*`` apart)."""
+    totals: dict[str, float] = {}
+    for line in importtime_log.splitlines():
+        fields = line.removeprefix("import time:").split("|")
+        if not line.startswith("import time:") or len(fields) != 3 or "self" in fields[0]:
+            continue
+        parts = fields[2].strip().split(".")
+        package = ".".join(parts[:2]) if parts[0] == "cartograph" else parts[0]
+        totals[package] = totals.get(package, 0.0) + int(fields[0]) / 1e3
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+
+def imports_markdown(shares: dict[str, dict[str, float]], top: int = 15) -> str:
+    lines = ["", "Import self time until the first answer (`-X importtime`, one run):"]
+    for name, table in shares.items():
+        total = sum(table.values())
+        lines += ["", f"{name}: {total:,.0f} ms in all", ""]
+        lines += ["| package | ms | share |", "|---|---|---|"]
+        for package, ms in list(table.items())[:top]:
+            lines.append(f"| {package} | {ms:,.0f} | {ms / total:.0%} |")
+    return "\n".join(lines)
+
+
 def summarise(samples: list[dict[str, float]]) -> dict[str, Any]:
     keys = samples[0].keys()
     return {
@@ -251,6 +357,14 @@ def main() -> int:
         default=[],
         help="NAME=FILE: the config (and so the state) for --src NAME, serve and CLI alike",
     )
+    parser.add_argument(
+        "--throwaway",
+        action="store_true",
+        help="each tree bootstraps its own state in a temporary folder (no --config needed)",
+    )
+    parser.add_argument(
+        "--imports", action="store_true", help="also: serve's import time per package, per tree"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     options = parser.parse_args()
     states: dict[str, Path | None] = {"this": options.state_dir}
@@ -269,8 +383,19 @@ def main() -> int:
         if name not in sources or not path:
             raise SystemExit(f"--tree-config wants NAME=FILE for a --src NAME, got {spec!r}")
         configs[name] = Path(path).resolve()
-    report = run(sources, options.config, states, options.runs, configs=configs)
-    print(json.dumps(report, indent=2) if options.json else markdown(report))
+    with tempfile.TemporaryDirectory(prefix="cartograph-first-answer-") as tmp:
+        if options.throwaway:
+            configs = throwaway_configs(sources, Path(tmp))
+        report = run(sources, options.config, states, options.runs, configs=configs)
+        if options.imports:
+            report["imports_ms"] = {
+                name: import_shares(src, configs.get(name, options.config), states.get(name))
+                for name, src in sources.items()
+            }
+    text = markdown(report)
+    if options.imports:
+        text += "\n" + imports_markdown(report["imports_ms"])
+    print(json.dumps(report, indent=2) if options.json else text)
     return 0
 
 

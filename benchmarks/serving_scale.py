@@ -29,7 +29,10 @@ prepared once) and every figure is the median over the runs.
 ``--src NAME=PATH`` (repeatable) runs the measured children against another
 checkout's ``src`` (e.g. a ``git worktree`` of an older commit), so before and
 after are measured side by side in one run on the same machine load. With
-``--state-dir`` a store prepared by an earlier run is reused.
+``--state-dir`` a store prepared by an earlier run is reused. ``--python
+NAME=EXE`` runs that source's children (prepare included) with another
+interpreter, one whose environment was built from that tree's own lock or
+``pyproject.toml`` (older trees import ``httpx``, newer ones ``httpx2``).
 """
 
 from __future__ import annotations
@@ -416,11 +419,16 @@ def _load_cards(store: Any, trust: Any) -> Any:
 # --- driver -----------------------------------------------------------------------
 
 
+PYTHONS: dict[Path, str] = {}
+"""The interpreter per source tree (``--python``); a tree not named runs with this one's."""
+
+
 def _child(args: list[str], src: Path | None = None) -> dict[str, Any]:
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, str(Path(__file__).resolve()), *args]
+    python = PYTHONS.get(src, sys.executable) if src is not None else sys.executable
+    cmd = [python, str(Path(__file__).resolve()), *args]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
@@ -579,6 +587,12 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=1, help="measured runs per source (medians)")
     parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        help="NAME=EXE: the interpreter for --src NAME (its own environment)",
+    )
     parser.add_argument("--state-dir", type=Path, help="where stores and caches go (default: temp)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     parser.add_argument(
@@ -616,6 +630,13 @@ def main() -> int:
     if args.prepare:
         print(json.dumps(prepare(args.prepare, args.state_dir)))
         return 0
+    sources = _sources(args.src)
+    for spec in args.python:
+        name, _, exe = spec.partition("=")
+        src = sources.get(name)
+        if src is None or not exe:
+            raise SystemExit(f"--python wants NAME=EXE for a --src NAME=PATH, got {spec!r}")
+        PYTHONS[src] = exe
     with tempfile.TemporaryDirectory(prefix="cartograph-serve-") as tmp:
         root = args.state_dir or Path(tmp)
         result = run_all(
@@ -623,7 +644,7 @@ def main() -> int:
             root,
             args.queries,
             args.methods,
-            _sources(args.src),
+            sources,
             args.runs,
             agreement=not args.no_agreement,
             restarts=args.restarts,

@@ -6,11 +6,18 @@ the path. That path is exercised nowhere else, so it rotted unnoticed once
 already (an argument older trees do not take). Here each runs this checkout's
 ``src`` through it on a tiny input: the numbers are the benchmark's business,
 only that every figure arrives is checked.
+
+``discover_latency.py`` takes ``--src`` and ``--python`` the same way.
+``first_answer.py --throwaway`` makes each tree bootstrap a state of its own
+(``keys init`` and ``bootstrap`` run by that tree's code), and ``--imports``
+reads ``serve``'s ``-X importtime`` log up to the first answer: both are run
+here on this tree too.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +34,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Imported by name at run time: the script imports its sibling scripts as
 # top-level modules (it runs as a script), which mypy cannot follow from here.
 serving_scale: Any = importlib.import_module("benchmarks.serving_scale")
+discover_latency: Any = importlib.import_module("benchmarks.discover_latency")
+import_steps: Any = importlib.import_module("benchmarks.import_steps")
 
 
 def _bootstrapped(tmp_path: Path) -> Path:
@@ -47,24 +56,108 @@ def _bootstrapped(tmp_path: Path) -> Path:
     return config
 
 
+def _interpreter_that_logs(tmp_path: Path) -> tuple[str, Path]:
+    """An interpreter for ``--python NAME=EXE``: this one, noting each start in a file."""
+    log = tmp_path / "python-starts.log"
+    exe = tmp_path / "tree-python"
+    exe.write_text(f'#!/bin/sh\necho started >> "{log}"\nexec "{sys.executable}" "$@"\n')
+    exe.chmod(0o755)
+    return str(exe), log
+
+
 @pytest.mark.slow
-def test_first_answer_measures_a_tree_given_by_its_src_folder(tmp_path: Path) -> None:
+def test_first_answer_measures_a_tree_given_by_its_src_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = _bootstrapped(tmp_path)
+    exe, log = _interpreter_that_logs(tmp_path)
+    monkeypatch.setitem(first_answer.PYTHONS, SRC, exe)  # --python tree=EXE
 
     report = first_answer.run({"tree": SRC}, config, {}, runs=1, settle_s=0.0, warm=False)
 
     figures = report["results"]["tree"]
     for key in ("first_discover_ms", "first_discover_cpu_ms", "cli_discover_cpu_ms", "help_cpu_ms"):
         assert figures[key]["median"] > 0, key
+    assert len(log.read_text().splitlines()) == 4  # serve, discover, --help, version
 
 
 @pytest.mark.slow
-def test_serving_scale_measures_a_tree_given_by_its_src_folder(tmp_path: Path) -> None:
+def test_serving_scale_measures_a_tree_given_by_its_src_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe, log = _interpreter_that_logs(tmp_path)
+    monkeypatch.setitem(serving_scale.PYTHONS, SRC, exe)  # --python tree=EXE
+
     report = serving_scale.run_all(
-        ["12"], tmp_path, 2, "hybrid", {"tree": SRC}, runs=1, agreement=False
+        ["12"], tmp_path / "stores", 2, "hybrid", {"tree": SRC}, runs=1, agreement=False
     )
 
     (row,) = report["rows"]
     assert (row["source"], row["tools"]) == ("tree", 12)
     assert row["methods"]["hybrid"]["cpu_p50_ms"] > 0
     assert row["rank_cpu_p50_ms"] > 0
+    assert len(log.read_text().splitlines()) == 2  # prepare, then the measured child
+
+
+@pytest.mark.slow
+def test_first_answer_bootstraps_a_throwaway_state_with_the_trees_own_code(
+    tmp_path: Path,
+) -> None:
+    configs = first_answer.throwaway_configs({"tree": SRC}, tmp_path)
+
+    report = first_answer.run({"tree": SRC}, configs["tree"], {}, runs=1, settle_s=0.0, warm=False)
+    assert report["results"]["tree"]["first_discover_ms"]["median"] > 0
+    assert (tmp_path / "tree" / "state" / "trust.toml").is_file()
+
+
+@pytest.mark.slow
+def test_first_answer_reads_serves_imports_up_to_the_first_answer(tmp_path: Path) -> None:
+    config = _bootstrapped(tmp_path)
+
+    shares = first_answer.import_shares(SRC, config, None)
+
+    assert "mcp_types" in shares and "cartograph.cli" in shares
+    assert list(shares.values()) == sorted(shares.values(), reverse=True)
+
+
+def test_import_shares_sum_self_time_per_package_and_cartograph_subpackage() -> None:
+    log = "\n".join(
+        [
+            "import time: self [us] | cumulative | imported package",
+            "import time:       500 |        500 |   numpy._core",
+            "import time:       250 |        750 | numpy",
+            "import time:      2000 |       2000 |     cartograph.index.cache",
+            "import time:      1000 |       3000 |   cartograph.index",
+            "import time:       300 |        300 | cartograph.cli.app",
+            "a line the child printed itself",
+        ]
+    )
+
+    assert first_answer.shares_of(log) == {
+        "cartograph.index": 3.0,
+        "numpy": 0.75,
+        "cartograph.cli": 0.3,
+    }
+
+
+@pytest.mark.slow
+def test_discover_latency_measures_a_tree_given_by_its_src_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe, log = _interpreter_that_logs(tmp_path)
+    monkeypatch.setitem(discover_latency.PYTHONS, SRC, exe)  # --python tree=EXE
+
+    report = discover_latency.run_all(["12"], tmp_path / "caches", 2, "hybrid", {"tree": SRC})
+
+    embedder, row = report["rows"]
+    assert (embedder["source"], embedder["scale"]) == ("tree", "embedder")
+    assert (row["source"], row["tools"]) == ("tree", 12)
+    assert row["methods"]["hybrid"]["cpu_p50_ms"] > 0
+    assert len(log.read_text().splitlines()) == 3  # embedder, prepare, the measured child
+
+
+def test_import_steps_times_every_step_of_a_tree_given_by_its_src_folder() -> None:
+    steps = import_steps.one_run(SRC, paused=True)
+
+    assert len(steps) == len(import_steps.STEPS)
+    assert steps[2] > 0 and steps[3] > 0  # the MCP SDK: never already imported

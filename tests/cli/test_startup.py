@@ -77,3 +77,10 @@ def test_the_first_discover_imports_nothing_only_building_or_calling_needs() -> 
     ):
         loaded = set(_modules_after(code))
         assert sorted(m for m in ("bm25s", "scipy", "jsonschema") if m in loaded) == [], code
+
+
+def test_a_proxy_without_code_mode_never_imports_the_sandbox_or_the_stub_renderer() -> None:
+    # Code mode is off by default; `run`'s sandbox, bridge and stub renderer
+    # load with the first catalog that turns it on (server/handlers.py).
+    loaded = set(_modules_after("import cartograph.server.stdio.serve"))
+    assert sorted(m for m in ("cartograph.codemode", "cartograph.stubs") if m in loaded) == []

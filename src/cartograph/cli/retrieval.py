@@ -9,6 +9,7 @@ import anyio
 import typer
 
 from cartograph import error_codes as codes
+from cartograph import startup_gc
 from cartograph.cli.app import (
     CatalogOption,
     ConfigOption,
@@ -40,7 +41,8 @@ def discover(
 
     With --catalog, tools that drifted from their card in that snapshot are left out.
     """
-    with working("loading cards and the index, ranking"):
+    # One answer, then exit: nothing built on the way is garbage worth a collection.
+    with startup_gc.paused(), working("loading cards and the index, ranking"):
         result, attestation = _discover_once(
             task, k, method, embedder, config, catalog, catalog_name, unsafe_throwaway_key
         )

@@ -11,6 +11,7 @@ import anyio
 import typer
 
 from cartograph import error_codes as codes
+from cartograph import startup_gc
 from cartograph.cli.app import (
     EXIT_CHECK_FAILED,
     ConfigOption,
@@ -206,18 +207,26 @@ def serve(
     ``--debug``/``--log-format`` are also root options (``cartograph --debug serve``);
     given here they win.
     """
-    own = LogChoice(debug=debug, format=log_format)
-    config = _serve_logging(ctx, own, config_path, mode)
-    if state_dir is not None:
-        config = config.model_copy(update={"state_dir": state_dir})
-    tracing = _start_tracing(config)
-    try:
-        _serve(
-            config, http, host, port, mount_mode, allow_remote, catalog_name, unsafe_throwaway_key
-        )
-    finally:
-        if tracing is not None:
-            tracing.shutdown()  # flush the spans still batched
+    with startup_gc.paused():  # until the runtime is up (startup_gc.py)
+        own = LogChoice(debug=debug, format=log_format)
+        config = _serve_logging(ctx, own, config_path, mode)
+        if state_dir is not None:
+            config = config.model_copy(update={"state_dir": state_dir})
+        tracing = _start_tracing(config)
+        try:
+            _serve(
+                config,
+                http,
+                host,
+                port,
+                mount_mode,
+                allow_remote,
+                catalog_name,
+                unsafe_throwaway_key,
+            )
+        finally:
+            if tracing is not None:
+                tracing.shutdown()  # flush the spans still batched
 
 
 def _serve(
@@ -233,6 +242,7 @@ def _serve(
     if http:
         from cartograph.server.http import serve_http
 
+        startup_gc.resume()  # each mount starts its runtime inside the server's loop
         serve_http(
             config,
             host=host,
@@ -248,13 +258,16 @@ def _serve(
     catalog = pick_catalog(config, catalog_name)
 
     async def start() -> CatalogRuntime:
-        return await start_runtime(
-            config,
-            catalog,
-            unsafe_throwaway_key=unsafe_throwaway_key,
-            share_sessions=True,
-            connect_later=True,
-        )
+        try:
+            return await start_runtime(
+                config,
+                catalog,
+                unsafe_throwaway_key=unsafe_throwaway_key,
+                share_sessions=True,
+                connect_later=True,
+            )
+        finally:
+            startup_gc.resume()  # cards and index are in: what is built from here on is work
 
     anyio.run(serve_stdio, catalog, start)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import (
@@ -37,7 +37,6 @@ from mcp.types import (
 from cartograph import error_codes as codes
 from cartograph.calls.pipeline import carded, outcome_of, run_call
 from cartograph.calls.request import Answer, Call, CallRequest
-from cartograph.codemode import RunId
 from cartograph.config.model import CatalogPolicy
 from cartograph.errors import (
     ArgumentError,
@@ -52,7 +51,6 @@ from cartograph.gateway.results import error_code
 from cartograph.learning.store import principal_name
 from cartograph.server import metrics
 from cartograph.server.call_context import CALL_CONTEXT, Authorize, CallContext
-from cartograph.server.code_tool import CodeTool
 from cartograph.server.content_handlers import ContentHandlers
 from cartograph.server.discover_reply import discover_structured, discover_text
 from cartograph.server.offload import run_cpu
@@ -64,6 +62,9 @@ from cartograph.server.runtime.catalog import CatalogRuntime
 from cartograph.server.tools import CALL, DISCOVER, MAX_K, RUN, STATUS, exposed_tools, proxy_tool
 from cartograph.telemetry import annotate, finish, span
 from cartograph.telemetry.spans import OUTCOME_OK
+
+if TYPE_CHECKING:  # code mode loads with its first catalog that turns it on
+    from cartograph.server.code_tool import CodeTool
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ class ProxyHandlers:
         self.audit = audit if audit is not None else runtime.audit
         self.code_mode = runtime.config.code_mode_for(catalog)
         self._exposed = exposed_tools(self.policy.proxy_tools, code_mode=self.code_mode.enabled)
-        self._code = CodeTool(self, self.code_mode) if self.code_mode.enabled else None
+        self._code = self._code_tool() if self.code_mode.enabled else None
         """``run`` (code mode, server/code_tool.py), where ``[code_mode]`` turns it on."""
         self.content = ContentHandlers(
             runtime,
@@ -239,10 +240,22 @@ class ProxyHandlers:
         )
         return await self.run_call(request)
 
+    def _code_tool(self) -> CodeTool:
+        """``run``'s machinery, imported only where code mode is on (off by default).
+
+        The sandbox, the bridge and the stub renderer are a fifth of the
+        package's own import time; a proxy without ``run`` never needs them.
+        """
+        from cartograph.server.code_tool import CodeTool
+
+        return CodeTool(self, self.code_mode)
+
     def _minted_trace(self, name: str) -> str | None:
         """A ``run`` that came without a ``traceparent`` gets one: it names the run's records."""
         if self._code is None or name != f"{self.tool_prefix or ''}{RUN}":
             return None
+        from cartograph.codemode import RunId
+
         return RunId.new().traceparent
 
     async def _run(self, call: Call) -> CallToolResult:

@@ -36,6 +36,7 @@ from mcp.types import (
 )
 
 from cartograph import error_codes as codes
+from cartograph import startup_gc
 from cartograph.config.catalogs import ResolvedCatalog
 from cartograph.errors import CartographError
 from cartograph.gateway.results import error_result
@@ -216,7 +217,10 @@ async def serve_stdio(catalog: ResolvedCatalog, start: RuntimeFactory) -> None:
             runtime.audit.write(refusal_record(catalog.name, refusal))
         unaudited.clear()
         # Cards and index are in: discover answers now, upstreams connect behind it.
-        await runtime.connect_upstreams()
+        try:
+            await runtime.connect_upstreams()
+        finally:
+            startup_gc.settle()  # start-up's objects collectable again (startup_gc.py)
 
     try:
         async with anyio.create_task_group() as group:
