@@ -16,7 +16,9 @@ Four general ideas, each a weight in :class:`HybridParams`:
 3. **Steps**: the task is scored whole *and* per step (:mod:`..query`); a
    tool's score adds its best step score, so a tool that serves one step well
    is not drowned by the step the whole sentence is mostly about.
-4. **Coverage** (MMR-style): the first k slots are filled greedily; once a
+4. **Head contrast** (:mod:`.contrast`, off by default): the best few tools
+   re-scored on their raw cosines and on what differs between them.
+5. **Coverage** (MMR-style): the first k slots are filled greedily; once a
    step has a tool, that step's pull on later picks is damped, so the k slots
    spread over the steps instead of five variants of one step.
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +41,7 @@ import numpy.typing as npt
 from cartograph.index.corpus import SAMPLE_TOOLS, IntArray
 from cartograph.index.lexical import Scores, weighted_scores
 from cartograph.index.rankers.base import QueryContext, Ranking, top, unit_max, unit_range
+from cartograph.index.rankers.contrast import rescore_head
 
 Matrix = npt.NDArray[np.float64]
 
@@ -58,6 +61,10 @@ class HybridParams:
     step_weight: float = 1.0
     coverage: float = 0.0
     relative_units: float = 0.0
+    head_size: int = 10
+    """How many of the best tools :mod:`.contrast` re-scores when its weights are set."""
+    head_dense: float = 0.0
+    head_contrast: float = 0.0
 
 
 DEFAULT_PARAMS = HybridParams()
@@ -106,7 +113,7 @@ class Features:
 
 
 _TOOL_FIELDS = ("full", "purpose", "name", "arguments", "examples")
-_NO_FIELDS = {f"{field}_weight": 0.0 for field in _TOOL_FIELDS}
+_NO_FIELDS: dict[str, Any] = {f"{field}_weight": 0.0 for field in _TOOL_FIELDS}
 
 
 def units_of(ctx: QueryContext) -> list[Sequence[str]]:
@@ -299,11 +306,27 @@ class HybridRanker:
         self.use_dense = use_dense and params.dense_weight > 0.0
 
     def rank(self, ctx: QueryContext, depth: int, *, k: int) -> Ranking:
+        p = self.params
+        rescores = self.use_dense and p.head_size >= 2 and (p.head_dense or p.head_contrast)
+        # The head is re-scored whole whatever the caller asked for, so the
+        # first k tools do not depend on how deep the caller looks.
+        wide = max(depth, p.head_size) if rescores else depth
         limit = ctx.prefilter_min_tools
         if self.use_dense and limit is not None and ctx.corpus.size >= limit:
-            return self._rank_prefiltered(ctx, depth, k)
-        f = features(ctx, use_dense=self.use_dense, params=self.params)
-        return combine(f, self.params, depth, k)
+            ranked = self._rank_prefiltered(ctx, wide, k)
+        else:
+            f = features(ctx, use_dense=self.use_dense, params=p)
+            ranked = combine(f, p, wide, k)
+        if rescores:
+            ranked = rescore_head(
+                ranked,
+                ctx.whole_vector(),
+                ctx.corpus.tool_vectors,
+                head=p.head_size,
+                dense_weight=p.head_dense,
+                contrast_weight=p.head_contrast,
+            )
+        return ranked[:depth]
 
     def _rank_prefiltered(self, ctx: QueryContext, depth: int, k: int) -> Ranking:
         lexical = features(ctx, use_dense=False, params=self.params, summed=True)
