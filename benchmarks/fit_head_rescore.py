@@ -1,26 +1,27 @@
-"""Fit the hybrid's head re-scoring on the training sets only (measured, not shipped).
+"""Fit the hybrid's head re-scoring on the training sets only, and write its data file.
 
-    python benchmarks/fit_head_rescore.py [--features fused,dense,contrast] [--out FILE] [--json]
+    python benchmarks/fit_head_rescore.py [--features fused,name] [--out FILE] [--json]
 
-Writes the fitted weights of :mod:`cartograph.index.rankers.contrast` to
-``benchmarks/results/head_rescore.json`` (``HybridParams.head_size``,
-``head_dense``, ``head_contrast``; the shipped defaults leave them off, see
-docs/retrieval.md, "Head re-scoring", for why). The data are the BFCL
-training half laid out as a federation (``benchmarks/train_sets.py``; every
-question's own candidates are its hard negatives) and a seeded sample of
-MetaTool's queries for its training tools (``train_sets.metatool_held_out``
-excluded). Nothing here reads an evaluation set.
+Writes ``src/cartograph/index/rankers/head_rescore.json``, the weights
+:mod:`cartograph.index.rankers.contrast` ships with (``--out`` elsewhere to
+try other features without touching it). The data are the BFCL training
+half laid out as a federation (``benchmarks/train_sets.py``; every question's
+own candidates are its hard negatives) and a seeded sample of MetaTool's
+queries for its training tools (``train_sets.metatool_held_out`` excluded).
+Nothing here reads an evaluation set.
 
 Per query, the hybrid ranks with the head re-scoring off; for its best
-``head`` tools three features are kept — the fused score, the raw cosine of
-the task to the tool and the head contrast cos(q − m, t − m) — and a
-conditional logit (softmax over the head, the right tools as the target, L2
-on the two added weights) is fitted. The head size and L2 strength are chosen
-by 5-fold cross-validation over queries of both sets at once (the mean of
-each set's out-of-fold Hit@1); the script also reports each set fitted alone
-and scored on the other (whether the fit transfers across kinds of data).
-The weights written are those of the chosen setting fitted on all the data,
-divided by the fused score's weight so the score keeps the hybrid's scale.
+``head`` tools four features are kept — the fused score, the raw cosine of
+the task to the tool, the head contrast cos(q − m, t − m) and the name share
+— and a conditional logit (softmax over the head, the right tools as the
+target, L2 on the added weights) is fitted over the ``--features`` asked for
+(the shipped file: fused and name; the others are measured and written as 0).
+The head size and L2 strength are chosen by 5-fold cross-validation over
+queries of both sets at once (the mean of each set's out-of-fold Hit@1); the
+script also reports each set fitted alone and scored on the other (whether
+the fit transfers across kinds of data). The weights written are those of
+the chosen setting fitted on all the data, divided by the fused score's
+weight so the score keeps the hybrid's scale.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import numpy.typing as npt
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = Path(os.environ.get("CARTOGRAPH_TRAIN_DIR", ROOT.parent / "shared" / "train"))
-OUT = ROOT / "benchmarks" / "results" / "head_rescore.json"
+OUT = ROOT / "src" / "cartograph" / "index" / "rankers" / "head_rescore.json"
 HEADS = (3, 5, 10)
 L2 = (1e-3, 1e-2)
 FOLDS = 5
@@ -56,17 +57,31 @@ class Query:
     scores: Array
     rows: Array
     task: Array
+    shares: Array
     right: npt.NDArray[np.bool_]
 
 
+FEATURES = ("fused", "dense", "contrast", "name")
+
+
 def head_features(q: Query, head: int) -> Array:
-    """head × 3: fused score, raw cosine and head contrast, each relative to the head's best."""
+    """head × 4: fused score, raw cosine, head contrast and the negated name share.
+
+    Each as :func:`cartograph.index.rankers.contrast.rescore_head` adds it, so
+    a fitted weight divided by the fused score's is the weight that ships.
+    """
     from cartograph.index.rankers.contrast import head_contrast
 
     scores, rows = q.scores[:head], q.rows[:head]
     cosines = rows @ q.task
     return np.stack(
-        [scores - scores.max(), cosines - cosines.max(), head_contrast(q.task, rows)], axis=1
+        [
+            scores - scores.max(),
+            cosines - cosines.max(),
+            head_contrast(q.task, rows),
+            -q.shares[:head],
+        ],
+        axis=1,
     )
 
 
@@ -105,12 +120,15 @@ def collect(catalog: Path, queries: list[Any]) -> list[Query]:
     from cartograph.cards.attest import attest_with_unsafe_throwaway_key
     from cartograph.catalog.snapshot import load_catalog
     from cartograph.index.embedders import get_embedder
-    from cartograph.index.rankers.hybrid import DEFAULT_PARAMS, HybridRanker
+    from cartograph.index.rankers.contrast import name_shares
+    from cartograph.index.rankers.hybrid import _TOOL_FIELDS, DEFAULT_PARAMS, HybridRanker
     from cartograph.index.tool_index import ToolIndex
 
     cards = attest_with_unsafe_throwaway_key(load_catalog(catalog))
     index = ToolIndex.build(cards, get_embedder("minilm"))
-    ranker = HybridRanker(replace(DEFAULT_PARAMS, head_dense=0.0, head_contrast=0.0))
+    params = replace(DEFAULT_PARAMS, head_dense=0.0, head_contrast=0.0, head_name=0.0)
+    ranker = HybridRanker(params)
+    fields = [(f, float(getattr(params, f"{f}_weight"))) for f in _TOOL_FIELDS]
     vectors = np.asarray(index.corpus.tool_vectors, dtype=np.float64)
     where = {key: i for i, key in enumerate(index.corpus.keys)}
     out = []
@@ -119,11 +137,13 @@ def collect(catalog: Path, queries: list[Any]) -> list[Query]:
         ranked = ranker.rank(ctx, max(HEADS), k=max(HEADS))
         gold = {where[(g.server, g.tool)] for g in query.gold if (g.server, g.tool) in where}
         positions = [i for i, _ in ranked]
+        head = np.array(positions, dtype=np.int64)
         out.append(
             Query(
                 scores=np.array([s for _, s in ranked]),
                 rows=vectors[positions],
                 task=np.asarray(ctx.whole_vector(), dtype=np.float64),
+                shares=name_shares(index.corpus.lexical, fields, ctx.query.tokens, head),
                 right=np.array([p in gold for p in positions]),
             )
         )
@@ -147,11 +167,11 @@ def training_sets() -> dict[str, list[Query]]:
     }
 
 
-def choose(sets: dict[str, list[Query]], columns: tuple[int, ...] = (0, 1, 2)) -> dict[str, Any]:
+def choose(sets: dict[str, list[Query]], columns: tuple[int, ...] = (0, 3)) -> dict[str, Any]:
     """Cross-validate head size × L2 over both sets at once; fit the winner on everything.
 
-    ``columns`` picks the features fitted (0: fused, 1: raw cosine, 2: head
-    contrast); a feature left out gets weight 0.
+    ``columns`` picks the features fitted (indexes into :data:`FEATURES`);
+    a feature left out gets weight 0.
     """
     names = list(sets)
     cols = list(columns)
@@ -182,12 +202,13 @@ def choose(sets: dict[str, list[Query]], columns: tuple[int, ...] = (0, 1, 2)) -
     head = int(best["head"])
     xs = [head_features(q, head)[:, cols] for _, q in rows]
     ys = [q.right[:head] for _, q in rows]
-    w = np.zeros(3)
+    w = np.zeros(len(FEATURES))
     w[cols] = fit(xs, ys, float(best["l2"]))
     return {
         "head": head,
         "dense_weight": round(float(w[1] / w[0]), 4),
         "contrast_weight": round(float(w[2] / w[0]), 4),
+        "name_weight": round(float(w[3] / w[0]), 4),
         "l2": best["l2"],
         "fitted_on": {s: len(sets[s]) for s in names},
         "grid": grid,
@@ -207,12 +228,11 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the whole grid as JSON")
     parser.add_argument(
         "--features",
-        default="fused,dense,contrast",
-        help="features to fit, of fused,dense,contrast (fused is always first)",
+        default="fused,name",
+        help=f"features to fit, of {','.join(FEATURES)} (fused first); the rest get 0",
     )
     args = parser.parse_args()
-    known = ("fused", "dense", "contrast")
-    columns = tuple(known.index(f) for f in args.features.split(",") if f)
+    columns = tuple(FEATURES.index(f) for f in args.features.split(",") if f)
     from cartograph.index.embedders import get_embedder
 
     result = choose(training_sets(), columns)
@@ -220,6 +240,8 @@ def main() -> None:
         "head": result["head"],
         "dense_weight": result["dense_weight"],
         "contrast_weight": result["contrast_weight"],
+        "name_weight": result["name_weight"],
+        "features": args.features,
         "model": get_embedder("minilm").model_id,
         "fitted_by": "benchmarks/fit_head_rescore.py",
         "fitted_on": result["fitted_on"],

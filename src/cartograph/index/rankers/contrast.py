@@ -1,43 +1,82 @@
-"""Head re-scoring: tell the few closest candidates apart by what differs between them.
+"""Head re-scoring: look again at the few best tools, where first places are lost.
 
 Most first-place misses are not far misses: the right tool is second or
-third, behind a sibling that shares most of its text (``get_current_time`` /
-``convert_time``, ``git_diff_staged`` / ``git_diff_unstaged``). The fused
-score compares every candidate with the task on everything the candidates
-share, which is the same for all of them; what tells them apart is a small
-part of each vector. Among the ``head`` best tools of the hybrid's ranking,
-each tool's score is re-scored as
+third, behind a sibling or a tool that one word of the task happens to name.
+Among the ``head`` best tools of the hybrid's ranking each score becomes
 
-    fused + dense_weight * (cos(q, t) - best cos in the head)
-          + contrast_weight * cos(q - m, t - m)
+    fused − name_weight × name share
+          + dense_weight × (cos(q, t) − best cos in the head)
+          + contrast_weight × cos(q − m, t − m)
 
-with ``m`` the mean of the head's tool vectors: the second term is the raw
-cosine (the hybrid's dense signal is normalised by its range over the whole
-catalog, which squeezes the small differences at the top), the third the
-*contrast* — how well the task points along what is distinctive to this
-candidate against the others. The head is taken whole rather than per
-server: on the BFCL training federation the tool ranked above the right one
-sits on another "server" in 469 of 493 such misses (each function lives
-once, on the first candidate set that has it).
+**Name share (on).** The share of a tool's field-weighted BM25 that comes
+from task words that are words of its *name* (:func:`name_shares`). A name
+word is in every field that holds the name — the whole text, the purpose,
+the example tasks written from the name — so it counts two or three times a
+word of the description, and a task word that merely names a tool ("graph"
+→ ``read_graph``, a server or product named in passing) outweighs the verb
+and object the task is about. The penalty takes back part of that lead only
+where the decision is close (among the head), and only as far as a tool's
+lexical evidence *is* its name.
 
-**Measured, not on by default.** The weights are fitted on the training
-sets only (the BFCL training half and MetaTool's training tools) by
-``benchmarks/fit_head_rescore.py``; fitted there they help on the training
-sets by cross-validation and on MetaTool's held-out tools, and cost first
-places on the BFCL evaluation half, LiveMCPBench and the demo set
-(``docs/retrieval.md``, "Head re-scoring"), so the hybrid's defaults leave it
-off (``HybridParams.head_dense`` and ``head_contrast`` = 0). Cost when on:
-one product of the task's vector with ``head`` tool vectors, no model run.
+**Raw cosine and sibling contrast (measured, off).** ``cos(q − m, t − m)``,
+m the mean of the head's tool vectors, scores what is distinctive to each
+candidate against the others; the raw cosine undoes the range normalisation
+that squeezes the top. Fitted on the training sets they gained there but
+lost first places on three evaluation sets (``docs/retrieval.md``, "Head
+re-scoring"), so their weights are 0.
+
+All weights and the head's size are fitted on the training sets only (the
+BFCL training half, MetaTool's training tools) by
+``benchmarks/fit_head_rescore.py``, which writes ``head_rescore.json`` beside
+this module. Cost: a postings lookup per task word and field for ``head``
+tools (~0.1 ms at 527 tools, under 1 ms at 100k), no model run.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Final
+
 import numpy as np
 import numpy.typing as npt
 
+from cartograph.index.corpus import IntArray, LexicalFields
 from cartograph.index.rankers.base import Ranking
 
 Vector = npt.NDArray[np.floating]
+FITTED_FILE: Final = "head_rescore.json"
+
+
+@dataclass(frozen=True)
+class HeadFit:
+    """The head re-scoring's size and weights (fitted: ``head_rescore.json``)."""
+
+    head: int
+    dense_weight: float = 0.0
+    contrast_weight: float = 0.0
+    name_weight: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        """Whether any term is on (a head of one tool has nothing to re-order)."""
+        return self.head >= 2 and any((self.dense_weight, self.contrast_weight, self.name_weight))
+
+
+def load_fit() -> HeadFit:
+    """The shipped fit: ``head_rescore.json``, written by ``benchmarks/fit_head_rescore.py``."""
+    doc = json.loads((files("cartograph.index.rankers") / FITTED_FILE).read_text("utf-8"))
+    return HeadFit(
+        head=int(doc["head"]),
+        dense_weight=float(doc["dense_weight"]),
+        contrast_weight=float(doc["contrast_weight"]),
+        name_weight=float(doc["name_weight"]),
+    )
+
+
+FIT: Final = load_fit()
 
 
 def head_contrast(query: Vector, tools: Vector) -> npt.NDArray[np.float64]:
@@ -62,31 +101,64 @@ def head_contrast(query: Vector, tools: Vector) -> npt.NDArray[np.float64]:
     return out
 
 
+def name_shares(
+    lexical: LexicalFields,
+    fields: Sequence[tuple[str, float]],
+    tokens: Sequence[str],
+    positions: IntArray,
+) -> npt.NDArray[np.float64]:
+    """Per tool at ``positions``: the share of its field-weighted BM25 won by its name's words.
+
+    ``fields`` are the hybrid's (field name, weight) pairs. A task word that
+    is a word of a tool's name scores in every field that holds the name
+    (the whole text, the purpose, the examples written from the name), so
+    it weighs two or three times a word of the description: "graph" in a
+    task puts ``read_graph`` ahead of the tool that does what the task's
+    verb and object say. 1.0 when every matching word is a name word.
+    """
+    words = list(dict.fromkeys(tokens))
+    out = np.zeros(len(positions))
+    if not words or not len(positions):
+        return out
+    total = np.zeros((len(words), len(positions)))
+    for field, weight in fields:
+        if weight:
+            total += weight * getattr(lexical, field).token_scores(words, positions)
+    named = lexical.name.token_scores(words, positions) > 0.0
+    sums = total.sum(axis=0)
+    live = sums > 0.0
+    out[live] = (total * named).sum(axis=0)[live] / sums[live]
+    return out
+
+
 def rescore_head(
     ranked: Ranking,
+    fit: HeadFit,
+    *,
     query: Vector,
     vectors: Vector,
-    *,
-    head: int,
-    dense_weight: float,
-    contrast_weight: float,
+    shares: Callable[[IntArray], npt.NDArray[np.float64]],
 ) -> Ranking:
-    """``ranked`` with its first ``head`` tools re-scored and re-ordered; the rest as they were.
+    """``ranked`` with its first ``fit.head`` tools re-scored and re-ordered; the rest as they were.
 
-    ``vectors`` are the tool vectors of the corpus (rows by position). The
-    head's new scores stay at or below the fused ones on the dense term (it
-    is measured from the head's best cosine), so the score scale callers
-    read (learning's first-place margin, abstention hints) is unchanged.
+    ``vectors`` are the corpus's tool vectors (rows by position) and
+    ``shares`` gives :func:`name_shares` for head positions (called only
+    when its weight is set). Every term is zero for the head's best tool on
+    it or subtracts, so the head's scores stay at or below the fused ones and
+    the scale callers read (learning's first-place margin) is kept.
     """
-    count = min(head, len(ranked))
-    if count < 2 or (dense_weight == 0.0 and contrast_weight == 0.0):
+    count = min(fit.head, len(ranked))
+    if count < 2 or not fit.active:
         return ranked
     positions = np.array([i for i, _ in ranked[:count]], dtype=np.int64)
-    rows = np.asarray(vectors[positions], dtype=np.float64)
-    q = np.asarray(query, dtype=np.float64)
-    cosines = rows @ q
     scores = np.array([s for _, s in ranked[:count]], dtype=np.float64)
-    scores += dense_weight * (cosines - cosines.max())
-    scores += contrast_weight * head_contrast(q, rows)
+    if fit.dense_weight or fit.contrast_weight:
+        rows = np.asarray(vectors[positions], dtype=np.float64)
+        q = np.asarray(query, dtype=np.float64)
+        cosines = rows @ q
+        scores += fit.dense_weight * (cosines - cosines.max())
+        scores += fit.contrast_weight * head_contrast(q, rows)
+    if fit.name_weight:
+        scores -= fit.name_weight * shares(positions)
     order = np.argsort(-scores, kind="stable")
     return [(int(positions[i]), float(scores[i])) for i in order] + ranked[count:]
