@@ -82,6 +82,18 @@ def test_rescoring_reorders_the_head_and_leaves_the_rest() -> None:
         shares=lambda p: np.array([shares[i] for i in p]),
     )
     assert [i for i, _ in out] == [1, 0, 2]  # 1.00 - 0.2 falls below 0.99, not below 0.50
+    deep = [(0, 1.00), (1, 0.99), (2, 0.95), (3, 0.90)]
+    out = rescore_head(
+        deep,
+        HeadFit(head=2, name_weight=0.2),
+        query=TASK,
+        vectors=vectors,
+        shares=lambda p: np.ones(len(p)),
+    )
+    assert [i for i, _ in out] == [0, 1, 2, 3]  # the head stays first ...
+    scores = [s for _, s in out]
+    assert scores == sorted(scores, reverse=True)  # ... and the list stays sorted by score
+    assert scores[2:] == pytest.approx([0.79, 0.74])  # moved down by 0.95 - 0.79
     off = rescore_head(ranked, HeadFit(head=2), query=TASK, vectors=vectors, shares=_no_shares)
     assert off == ranked
 

@@ -145,7 +145,8 @@ def rescore_head(
     ``shares`` gives :func:`name_shares` for head positions (called only
     when its weight is set). Every term is zero for the head's best tool on
     it or subtracts, so the head's scores stay at or below the fused ones and
-    the scale callers read (learning's first-place margin) is kept.
+    the scale callers read (learning's first-place margin) is kept; the
+    scores of the whole list stay in descending order.
     """
     count = min(fit.head, len(ranked))
     if count < 2 or not fit.active:
@@ -161,4 +162,10 @@ def rescore_head(
     if fit.name_weight:
         scores -= fit.name_weight * shares(positions)
     order = np.argsort(-scores, kind="stable")
-    return [(int(positions[i]), float(scores[i])) for i in order] + ranked[count:]
+    head = [(int(positions[i]), float(scores[i])) for i in order]
+    rest = ranked[count:]
+    # The head stays first and the list stays sorted by score (learning blends
+    # on these scores): the rest moves down by however far the head's last
+    # tool fell below the first of the rest.
+    drop = max(0.0, rest[0][1] - head[-1][1]) if rest else 0.0
+    return head + [(i, score - drop) for i, score in rest] if drop else head + rest
