@@ -101,8 +101,11 @@ async def test_attack_one_principal_steers_everyone(tmp_path: Path) -> None:
             zero_shot = await rankings(handlers, "bob")
             assert firsts(zero_shot) == 0
             await steer(handlers, "mallory", TASKS)
-            # The attacker's own ranking moved (its evidence is its own to use) ...
-            assert firsts(await rankings(handlers, "mallory")) > 0
+            # The attacker's own ranking moved (its evidence is its own to use): the
+            # steered tool climbs (first only where the zero-shot first has no clear
+            # lead, which the head re-scoring now gives every one of these tasks) ...
+            own = await rankings(handlers, "mallory")
+            assert sum(place(own[t]) < place(zero_shot[t]) for t in TASKS) >= len(TASKS) // 2
             # ... everyone else's, including the local principal's, did not move at all.
             assert await rankings(handlers, "bob") == zero_shot
             assert await rankings(handlers, None) == zero_shot

@@ -151,6 +151,40 @@ class FieldIndex:
         values = np.concatenate([scores[a:b] for a, b in spans])
         return _summed(documents, values, self._size)
 
+    def token_scores(self, tokens: Sequence[str], positions: IntArray) -> npt.NDArray[np.float64]:
+        """BM25 of each of ``tokens`` alone for the documents at ``positions`` (tokens × positions).
+
+        What each word of a query adds to a few documents' scores, read from
+        the postings without a pass over every document: the head re-scoring
+        (:mod:`cartograph.index.rankers.contrast`) asks where a tool's score
+        comes from.
+        """
+        out = np.zeros((len(tokens), len(positions)))
+        if not len(positions) or not self._size:
+            return out
+        variant = self._variant()
+        if variant is not None:  # a BM25 variant with a non-occurrence term
+            for row, token in enumerate(tokens):
+                out[row] = np.asarray(variant.get_scores([token]), dtype=np.float64)[positions]
+            return out
+        # Each token's postings list its documents in ascending order (``_bm25``
+        # builds them from sorted keys), so a few positions are found by
+        # binary search: no pass over a common word's long postings.
+        order = np.argsort(positions, kind="stable")
+        wanted = np.asarray(positions)[order]
+        scores, documents_of, bounds = self._postings
+        for row, token in enumerate(tokens):
+            i = self._vocabulary.get(token)
+            if i is None:
+                continue
+            start, stop = int(bounds[i]), int(bounds[i + 1])
+            documents = documents_of[start:stop]
+            at = np.searchsorted(documents, wanted)
+            found = at < len(documents)
+            found[found] = documents[at[found]] == wanted[found]
+            out[row, order[found]] = scores[start + at[found]]
+        return out
+
 
 def weighted_scores(fields: Sequence[tuple[FieldIndex, float]], tokens: Sequence[str]) -> Scores:
     """Σ weight × BM25 of several fields of the same documents, in one ``bincount``.

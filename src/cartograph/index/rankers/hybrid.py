@@ -16,7 +16,12 @@ Four general ideas, each a weight in :class:`HybridParams`:
 3. **Steps**: the task is scored whole *and* per step (:mod:`..query`); a
    tool's score adds its best step score, so a tool that serves one step well
    is not drowned by the step the whole sentence is mostly about.
-4. **Coverage** (MMR-style): the first k slots are filled greedily; once a
+4. **Head re-scoring** (:mod:`.contrast`): among the best few tools, one
+   whose lexical score comes mostly from task words that are words of its
+   *name* is marked down (a word naming a tool must not outweigh the task's
+   verb and object); a raw-cosine and a sibling-contrast term are measured
+   and off. Fitted on the training sets only.
+5. **Coverage** (MMR-style): the first k slots are filled greedily; once a
    step has a tool, that step's pull on later picks is damped, so the k slots
    spread over the steps instead of five variants of one step.
 
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +44,7 @@ import numpy.typing as npt
 from cartograph.index.corpus import SAMPLE_TOOLS, IntArray
 from cartograph.index.lexical import Scores, weighted_scores
 from cartograph.index.rankers.base import QueryContext, Ranking, top, unit_max, unit_range
+from cartograph.index.rankers.contrast import FIT, HeadFit, name_shares, rescore_head
 
 Matrix = npt.NDArray[np.float64]
 
@@ -58,6 +64,16 @@ class HybridParams:
     step_weight: float = 1.0
     coverage: float = 0.0
     relative_units: float = 0.0
+    head_size: int = FIT.head
+    """How many of the best tools :mod:`.contrast` re-scores (fitted: ``head_rescore.json``)."""
+    head_dense: float = FIT.dense_weight
+    head_contrast: float = FIT.contrast_weight
+    head_name: float = FIT.name_weight
+
+    @property
+    def head(self) -> HeadFit:
+        """The head re-scoring these parameters ask for."""
+        return HeadFit(self.head_size, self.head_dense, self.head_contrast, self.head_name)
 
 
 DEFAULT_PARAMS = HybridParams()
@@ -106,7 +122,7 @@ class Features:
 
 
 _TOOL_FIELDS = ("full", "purpose", "name", "arguments", "examples")
-_NO_FIELDS = {f"{field}_weight": 0.0 for field in _TOOL_FIELDS}
+_NO_FIELDS: dict[str, Any] = {f"{field}_weight": 0.0 for field in _TOOL_FIELDS}
 
 
 def units_of(ctx: QueryContext) -> list[Sequence[str]]:
@@ -299,11 +315,29 @@ class HybridRanker:
         self.use_dense = use_dense and params.dense_weight > 0.0
 
     def rank(self, ctx: QueryContext, depth: int, *, k: int) -> Ranking:
+        p = self.params
+        head = p.head
+        rescores = self.use_dense and head.active
+        # The head is re-scored whole whatever the caller asked for, so the
+        # first k tools do not depend on how deep the caller looks.
+        wide = max(depth, head.head) if rescores else depth
         limit = ctx.prefilter_min_tools
         if self.use_dense and limit is not None and ctx.corpus.size >= limit:
-            return self._rank_prefiltered(ctx, depth, k)
-        f = features(ctx, use_dense=self.use_dense, params=self.params)
-        return combine(f, self.params, depth, k)
+            ranked = self._rank_prefiltered(ctx, wide, k)
+        else:
+            f = features(ctx, use_dense=self.use_dense, params=p)
+            ranked = combine(f, p, wide, k)
+        if rescores:
+            fields = [(field, float(getattr(p, f"{field}_weight"))) for field in _TOOL_FIELDS]
+            lexical, tokens = ctx.corpus.lexical, ctx.query.tokens
+            ranked = rescore_head(
+                ranked,
+                head,
+                query=ctx.whole_vector(),
+                vectors=ctx.corpus.tool_vectors,
+                shares=lambda positions: name_shares(lexical, fields, tokens, positions),
+            )
+        return ranked[:depth]
 
     def _rank_prefiltered(self, ctx: QueryContext, depth: int, k: int) -> Ranking:
         lexical = features(ctx, use_dense=False, params=self.params, summed=True)
