@@ -161,3 +161,45 @@ def test_import_steps_times_every_step_of_a_tree_given_by_its_src_folder() -> No
 
     assert len(steps) == len(import_steps.STEPS)
     assert steps[2] > 0 and steps[3] > 0  # the MCP SDK: never already imported
+
+
+def test_blink_puts_every_tree_and_floor_in_one_table() -> None:
+    """``benchmarks/blink.py`` renders the three benchmarks' reports side by side.
+
+    Its children are the benchmarks tested above; what is its own is the table:
+    every tree a column, this checkout last, each section with its load, and
+    the floors and the call rows present.
+    """
+    blink: Any = importlib.import_module("benchmarks.blink")
+
+    def medians(value: float) -> dict[str, Any]:
+        keys = ("first_discover_ms", "first_discover_cpu_ms", "cli_discover_cpu_ms")
+        return {key: {"median": value} for key in (*keys, "help_cpu_ms")}
+
+    overhead = {"p50": 1.25, "p99": 3.5, "mean": 1.5}
+    report = {
+        "first_answer": {
+            "runs": 5,
+            "load_average": [1.0, 2.0, 3.0],
+            "results": {"this": medians(900.0), "old": medians(5000.0)},
+        },
+        "discover_latency": {
+            "loadavg": [4.0, 4.0, 4.0],
+            "rows": [
+                {"source": name, "scale": "livemcpbench", "methods": {"hybrid": {"cpu_p50_ms": v}}}
+                for name, v in (("old", 12.0), ("this", 5.5))
+            ]
+            + [{"source": "this", "scale": "embedder", "task_query_p50_ms": 3.9}],
+        },
+        "bm25s_floor": {"cpu_p50_ms": 0.12, "tools": 527},
+        "gateway_latency": {
+            "load_average": {"before": [1.0, 1.0, 1.0], "after": [2.0, 2.0, 2.0]},
+            "fast": {"overhead_over_direct_ms": {"pooled": overhead, "bare_loop": overhead}},
+        },
+    }
+    text = blink.table(report)
+    assert "| | old | this |" in text
+    assert "| `serve` spawned → first `discover` answered (wall) | 5.00 s | 0.90 s |" in text
+    assert "| hybrid `discover` (CPU p50) | 12.00 ms | 5.50 ms |" in text
+    assert "0.12 ms CPU p50" in text and "load average 4.0/4.0/4.0" in text
+    assert "| pooled | +1.25 ms | +3.50 ms |" in text
