@@ -232,6 +232,7 @@ async def oneshot_breakdown(n: int) -> dict[str, Any]:
 
 
 async def main(calls: int, oneshot_calls: int) -> dict[str, Any]:
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "cartograph.toml"
         audit = Path(tmp) / "audit.jsonl"  # every call's record written, as in production
@@ -240,7 +241,7 @@ async def main(calls: int, oneshot_calls: int) -> dict[str, Any]:
             runs = await interleaved(calls, config, stack)
         oneshot_ms = stats(await oneshot(oneshot_calls, config))
         manual = await oneshot_breakdown(min(oneshot_calls, 10))
-    report: dict[str, Any] = {"load_average": os.getloadavg()}
+    report: dict[str, Any] = {"load_average": {"before": load_before, "after": os.getloadavg()}}
     if fastmcp_params() is None:
         report["fastmcp"] = "not installed (not in the lock): no peer row"
     for label, samples in runs.items():
@@ -273,7 +274,8 @@ async def main(calls: int, oneshot_calls: int) -> dict[str, Any]:
 def table(report: dict[str, Any]) -> str:
     """The overheads as a text table: one line per row and tool, p50 / p99 / mean in ms."""
     head = f"{'tool':6} {'row':12} {'p50':>8} {'p99':>8} {'over p50':>9} {'over p99':>9}"
-    lines = [f"load average {report['load_average']}", head]
+    load = report["load_average"]
+    lines = [f"load average before {load['before']}, after {load['after']}", head]
     for label in TOOLS:
         part = report[label]
         for row, over in [("direct", None), *part["overhead_over_direct_ms"].items()]:
