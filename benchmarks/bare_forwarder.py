@@ -83,6 +83,7 @@ async def serve_http(server: Server[Any]) -> None:
     app = Starlette(routes=[Mount("/mcp", app=manager.handle_request)], lifespan=lifespan)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
+    listener.listen(128)  # connections wait in the backlog until uvicorn accepts them
     port = listener.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     print(f"bare serving on http://127.0.0.1:{port}/mcp/", file=sys.stderr, flush=True)
