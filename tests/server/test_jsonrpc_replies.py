@@ -94,7 +94,7 @@ async def test_each_line_on_our_stdio_wire_is_parsed_once(
     monkeypatch.setattr(mcp_types, "jsonrpc_message_adapter", counting)
     async with wire(tmp_path) as connected:
         counting.parsed.clear()
-        call = {"jsonrpc": "2.0", "id": "c1", "method": "tools/call"}
+        call: dict[str, Any] = {"jsonrpc": "2.0", "id": "c1", "method": "tools/call"}
         call["params"] = {"name": "status", "arguments": {}}
         await connected.exchange(json.dumps(call))
     ping = [line for line in counting.parsed if '"ping"' in line]
