@@ -156,3 +156,26 @@ def test_taking_a_subset_recomputes_no_digest_or_fingerprint(
 
     assert list(subset) == ["files"] and seen == []
     assert subset.signer("files") == cards.signer("files")
+
+
+NOT_JSON: dict[str, Any] = {
+    "an unpaired surrogate": "\udc00",
+    "NaN": float("nan"),
+    "a set": {1, 2},
+    "an integer JSON cannot carry exactly": 2**60,
+}
+
+
+@pytest.mark.promise("P-SIG-3")
+@pytest.mark.parametrize("what", sorted(NOT_JSON))
+def test_a_schema_given_a_value_json_cannot_carry_is_refused_per_call(
+    catalog: Catalog, what: str
+) -> None:
+    # The per-call check skips the strict value walk (its fingerprint is only
+    # compared); a value that walk would refuse must still fail the check.
+    cards = attest_with_unsafe_throwaway_key(catalog)
+    _tool(cards).input_schema["properties"]["path"] = NOT_JSON[what]
+
+    with pytest.raises(SignatureError) as raised:
+        cards.ensure_tool_intact("files", "writeFile")
+    assert raised.value.code == "card_not_intact"

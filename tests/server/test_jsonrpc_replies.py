@@ -70,6 +70,38 @@ async def test_each_unparseable_request_gets_one_error_with_its_id_on_stdio(
     assert all(r.get("id") in CASES for r in replies)  # nothing else, e.g. no id:null reply
 
 
+class _CountingAdapter:
+    """The SDK's JSON-RPC message adapter, counting the lines it parses."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.parsed: list[str] = []
+
+    def validate_json(self, line: str, **options: Any) -> Any:
+        self.parsed.append(line)
+        return self.real.validate_json(line, **options)
+
+
+@pytest.mark.anyio
+async def test_each_line_on_our_stdio_wire_is_parsed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The guard parses every line to answer what the SDK cannot; the server
+    # must then get its parse, not the line to parse again.
+    import mcp_types
+
+    counting = _CountingAdapter(mcp_types.jsonrpc_message_adapter)
+    monkeypatch.setattr(mcp_types, "jsonrpc_message_adapter", counting)
+    async with wire(tmp_path) as connected:
+        counting.parsed.clear()
+        call: dict[str, Any] = {"jsonrpc": "2.0", "id": "c1", "method": "tools/call"}
+        call["params"] = {"name": "status", "arguments": {}}
+        await connected.exchange(json.dumps(call))
+    ping = [line for line in counting.parsed if '"ping"' in line]
+    calls = [line for line in counting.parsed if '"c1"' in line]
+    assert len(ping) == 1 and len(calls) == 1, counting.parsed
+
+
 def _serve(config: Path, stdin: Any) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, *SERVE, "--config", str(config)],

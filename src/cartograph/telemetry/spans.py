@@ -46,7 +46,15 @@ def span(
     """A current span named ``name``; an escaping exception marks it failed (type only).
 
     The exception's message is not recorded: messages can quote upstream text.
+
+    Without a tracer provider (``[telemetry] traces`` off, nothing else installed
+    one) and without a parent to adopt, the API's no-op span would only re-attach
+    the current span context: that span is yielded as it is, which spares the
+    context attach/detach (a pooled ``call`` opens three spans).
     """
+    if parent is None and _no_tracer():
+        yield trace.get_current_span()
+        return
     with _tracer.start_as_current_span(
         name,
         context=parent,
@@ -60,6 +68,14 @@ def span(
         except BaseException as exc:
             finish(current, code_of(exc))
             raise
+
+
+def _no_tracer() -> bool:
+    """True while the global tracer provider is the API's proxy or no-op (no SDK set)."""
+    return isinstance(trace.get_tracer_provider(), _NO_OP_PROVIDERS)
+
+
+_NO_OP_PROVIDERS: Final = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
 
 def code_of(exc: BaseException) -> str:
