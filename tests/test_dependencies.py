@@ -62,15 +62,22 @@ def declared() -> set[str]:
     """Distribution names in ``[project] dependencies`` and the runtime extras, normalised.
 
     An extra (``rift`` = scipy) is imported lazily behind an actionable error;
-    ``dev`` holds test tools the package never imports.
+    :data:`TOOL_EXTRAS` hold tools the package never imports.
     """
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project.get("optional-dependencies", {})
-    specs = [*project["dependencies"], *(s for k, v in extras.items() if k != "dev" for s in v)]
+    runtime = (v for k, v in extras.items() if k not in TOOL_EXTRAS)
+    specs = [*project["dependencies"], *(s for v in runtime for s in v)]
     names = {_normal(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0]) for spec in specs}
     # An extra may name another of ours (demo = cartograph[code]): that is not a distribution.
     return names - set(BINARY_ONLY) - {_normal(project["name"])}
 
+
+TOOL_EXTRAS: Final = {
+    "dev": "tests, linters and type checking",
+    "bench": "the benchmarks' peer (fastmcp), imported only under benchmarks/",
+}
+"""Extras for working on Cartograph, not for running it: the package imports none of them."""
 
 BINARY_ONLY: Final = {
     "pydantic-monty-runtime": "the `monty` worker binary code mode spawns (cartograph[code])",
