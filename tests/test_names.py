@@ -84,3 +84,13 @@ def test_format_and_bidi_characters_are_invisible() -> None:
     assert invisible_characters("read\u200bfile") == ["\u200b"]
     assert invisible_characters("read\u202efile") == ["\u202e"]
     assert invisible_characters("read_file") == []
+
+
+def test_one_name_groups_link_normalised_and_lookalike_spellings_transitively() -> None:
+    from cartograph.names import one_name_groups
+
+    # read_file ~ Read-File by normalisation, read_fiIe (a capital I for an l) by its
+    # skeleton: all three are one name; echo stands alone.
+    names = ["read_file", "echo", "Read-File", "read_fiIe", "ping", "ping"]
+    assert one_name_groups(names) == [[0, 2, 3], [4, 5]]
+    assert one_name_groups(["a", "b"]) == []

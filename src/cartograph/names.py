@@ -23,7 +23,7 @@ import functools
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Final
@@ -223,6 +223,34 @@ def skeleton(name: str) -> str:
     return SEPARATORS.sub("", text)
 
 
+def one_name_groups(names: Sequence[str]) -> list[list[int]]:
+    """Positions of ``names`` that are one name, in groups of two or more (each sorted).
+
+    One name: equal after :func:`normalise_name`, or the same :func:`skeleton`,
+    linked transitively (``rn`` ~ ``m`` by skeleton and ``m`` ~ ``M`` by
+    normalisation put all three in one group). Rift's name findings and the
+    index's name copies group by this one rule, so the two always agree.
+    """
+    parent = list(range(len(names)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_with: dict[str, int] = {}
+    for index, name in enumerate(names):
+        for key in ("n:" + normalise_name(name), "s:" + skeleton(name)):
+            root, other = find(index), find(first_with.setdefault(key, index))
+            if root != other:
+                parent[max(root, other)] = min(root, other)
+    groups: dict[int, list[int]] = {}
+    for index in range(len(names)):
+        groups.setdefault(find(index), []).append(index)
+    return [members for members in groups.values() if len(members) >= 2]
+
+
 def split_identifier(text: str) -> str:
     """``get_stockPrice-v2`` → ``get stock Price v2``: identifiers read as words."""
     return _IDENTIFIER_SEPARATORS.sub(" ", _CAMEL.sub(" ", text))
@@ -262,6 +290,7 @@ __all__ = [
     "invisible_characters",
     "is_cjk",
     "normalise_name",
+    "one_name_groups",
     "skeleton",
     "split_identifier",
     "word_runs",

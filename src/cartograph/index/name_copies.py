@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cartograph.index.text import tokenize
-from cartograph.names import normalise_name, skeleton, split_identifier
+from cartograph.names import one_name_groups, split_identifier
 
 ToolKey = tuple[str, str]
 
@@ -50,21 +50,8 @@ def colliding(keys: Iterable[ToolKey]) -> list[list[ToolKey]]:
     groups its name findings). Each group and the list are sorted.
     """
     ordered = sorted(set(keys))
-    by_spelling: dict[str, list[int]] = {}
-    for index, (_, tool) in enumerate(ordered):
-        by_spelling.setdefault("n:" + normalise_name(tool), []).append(index)
-        by_spelling.setdefault("s:" + skeleton(tool), []).append(index)
-    shared = [members for members in by_spelling.values() if len(members) > 1]
-    parent = list(range(len(ordered)))
-    for members in shared:
-        for other in members[1:]:
-            _union(parent, members[0], other)
-    groups: dict[int, list[ToolKey]] = {}
-    for index in sorted({i for members in shared for i in members}):
-        groups.setdefault(_find(parent, index), []).append(ordered[index])
-    return sorted(
-        members for members in groups.values() if len({server for server, _ in members}) >= 2
-    )
+    groups = [[ordered[i] for i in g] for g in one_name_groups([tool for _, tool in ordered])]
+    return sorted(g for g in groups if len({server for server, _ in g}) >= 2)
 
 
 def name_copies(groups: Iterable[list[ToolKey]], backed: Callable[[ToolKey], bool]) -> set[ToolKey]:
@@ -117,19 +104,6 @@ def shared_names(
         kept = bool(words) and float(name_scores(words)[position[key]]) > 0.0
         out[key] = SharedName(also, kept)
     return out
-
-
-def _find(parent: list[int], i: int) -> int:
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = parent[i]
-    return i
-
-
-def _union(parent: list[int], a: int, b: int) -> None:
-    ra, rb = _find(parent, a), _find(parent, b)
-    if ra != rb:
-        parent[max(ra, rb)] = min(ra, rb)
 
 
 __all__ = ["SharedName", "colliding", "collision_notes", "name_copies", "shared_names"]

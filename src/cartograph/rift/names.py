@@ -30,7 +30,7 @@ from typing import Literal
 
 from cartograph.cards.model import Card
 from cartograph.index.entries import name_notes
-from cartograph.names import invisible_characters, normalise_name, skeleton
+from cartograph.names import invisible_characters, normalise_name, one_name_groups
 from cartograph.rift.model import NameConfusable, ToolRef
 
 _SEVERITY: dict[str, int] = {"invisible": 0, "lookalike": 1, "normalised": 2, "same-name": 3}
@@ -42,16 +42,8 @@ def name_confusables(tools: Iterable[ToolRef]) -> list[NameConfusable]:
     Most severe first.
     """
     refs = sorted(set(tools), key=lambda r: (r.tool, r.server))
-    parent = list(range(len(refs)))
-    first_with: dict[str, int] = {}
-    for index, ref in enumerate(refs):
-        for key in ("n:" + normalise_name(ref.tool), "s:" + skeleton(ref.tool)):
-            other = first_with.setdefault(key, index)
-            _union(parent, index, other)
-    groups: dict[int, list[ToolRef]] = {}
-    for index, ref in enumerate(refs):
-        groups.setdefault(_find(parent, index), []).append(ref)
-    found = [_describe(members) for members in groups.values() if len(members) >= 2]
+    groups = one_name_groups([ref.tool for ref in refs])
+    found = [_describe([refs[i] for i in members]) for members in groups]
     found += [_hidden(ref) for ref in refs if invisible_characters(ref.tool)]
     return sorted(
         found, key=lambda c: (_SEVERITY[c.kind], c.scope != "within-server", c.key, c.members)
@@ -115,19 +107,6 @@ def _describe(members: list[ToolRef]) -> NameConfusable:
         key=shown(normalise_name(members[0].tool)),
         members=tuple(members),
     )
-
-
-def _find(parent: list[int], i: int) -> int:
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = parent[i]
-    return i
-
-
-def _union(parent: list[int], a: int, b: int) -> None:
-    ra, rb = _find(parent, a), _find(parent, b)
-    if ra != rb:
-        parent[max(ra, rb)] = min(ra, rb)
 
 
 __all__ = ["name_confusables", "shown", "with_nameless"]
