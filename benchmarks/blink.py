@@ -34,6 +34,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from trees import add_tree_options, column_head, tree_args  # noqa: E402
 
 
 def run_json(script: str, args: list[str]) -> dict[str, Any]:
@@ -45,10 +48,6 @@ def run_json(script: str, args: list[str]) -> dict[str, Any]:
         raise SystemExit(f"blink: {script} failed:\n{done.stderr[-3000:]}")
     out: dict[str, Any] = json.loads(done.stdout)
     return out
-
-
-def tree_args(sources: list[str], pythons: list[str]) -> list[str]:
-    return [*(f"--src={s}" for s in sources), *(f"--python={p}" for p in pythons)]
 
 
 def measure(options: argparse.Namespace) -> dict[str, Any]:
@@ -80,8 +79,6 @@ def bm25s_floor(queries: int) -> dict[str, float]:
     import time
 
     import bm25s
-
-    sys.path.insert(0, str(HERE))
     from discover_latency import bench_dir
 
     from cartograph.eval.data import load_queries
@@ -117,8 +114,7 @@ def table(report: dict[str, Any]) -> str:
         f"Start-up (`first_answer.py`, {start['runs']} spawns each, medians, load average "
         f"{_load(start['load_average'])}):",
         "",
-        "| | " + " | ".join(names) + " |",
-        "|---|" + "---|" * len(names),
+        *column_head(names),
     ]
     for label, key, unit in (
         ("`serve` spawned → first `discover` answered (wall)", "first_discover_ms", "s"),
@@ -137,8 +133,7 @@ def table(report: dict[str, Any]) -> str:
         f"A first-seen task at 527 tools (`discover_latency.py --scales livemcpbench`, every "
         f"task first seen, CPU p50; load average {_load(latency['loadavg'])}):",
         "",
-        "| | " + " | ".join(order) + " |",
-        "|---|" + "---|" * len(order),
+        *column_head(order),
         "| hybrid `discover` (CPU p50) | "
         + " | ".join(_fmt(rows[n]["methods"]["hybrid"]["cpu_p50_ms"], "ms") for n in order)
         + " |",
@@ -183,8 +178,7 @@ def _load(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
-    parser.add_argument("--python", action="append", default=[], help="NAME=EXE for --src NAME")
+    add_tree_options(parser, python_help="NAME=EXE for --src NAME")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--queries", type=int, default=95)
     parser.add_argument("--calls", type=int, default=200)

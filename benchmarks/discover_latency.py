@@ -58,6 +58,7 @@ from synthetic_catalog import (  # noqa: E402
     synthetic_catalog,
     synthetic_queries,
 )
+from trees import add_tree_options, interpreters_from, sources_from  # noqa: E402
 
 DEFAULT_SCALES = "livemcpbench,10000,100000"
 DEFAULT_METHODS = "hybrid,two-stage,dense,bm25"
@@ -440,36 +441,19 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _sources(specs: list[str], pythons: list[str]) -> dict[str, Path] | None:
-    """``--src NAME=PATH`` as a dict (None: this checkout alone); ``--python`` into PYTHONS."""
-    sources: dict[str, Path] = {}
-    for spec in specs:
-        name, _, path = spec.partition("=")
-        if not path:
-            raise SystemExit(f"--src wants NAME=PATH, got {spec!r}")
-        sources[name] = Path(path).resolve()
-    for spec in pythons:
-        name, _, exe = spec.partition("=")
-        if name not in sources or not exe:
-            raise SystemExit(f"--python wants NAME=EXE for a --src NAME=PATH, got {spec!r}")
-        PYTHONS[sources[name]] = exe
-    return sources or None
+def add_scale_options(parser: argparse.ArgumentParser) -> None:
+    """``--scales``, ``--methods``, ``--queries``: what ``serving_scale.py`` measures too."""
+    parser.add_argument("--scales", default=DEFAULT_SCALES)
+    parser.add_argument("--methods", default=DEFAULT_METHODS)
+    parser.add_argument("--queries", type=int, default=200)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--scales", default=DEFAULT_SCALES)
-    parser.add_argument("--methods", default=DEFAULT_METHODS)
-    parser.add_argument("--queries", type=int, default=200)
+    add_scale_options(parser)
     parser.add_argument("--state-dir", type=Path, help="embedding cache (default: temporary)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
-    parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
-    parser.add_argument(
-        "--python",
-        action="append",
-        default=[],
-        help="NAME=EXE: the interpreter for --src NAME (its own environment)",
-    )
+    add_tree_options(parser)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -485,8 +469,9 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="cartograph-bench-") as tmp:
         state = args.state_dir or Path(tmp)
-        sources = _sources(args.src, args.python)
-        result = run_all(args.scales.split(","), state, args.queries, args.methods, sources)
+        sources = sources_from(args.src)
+        PYTHONS.update(interpreters_from(args.python, sources))
+        result = run_all(args.scales.split(","), state, args.queries, args.methods, sources or None)
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     return 0
 

@@ -50,6 +50,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import trees  # noqa: E402
+
 TASK = "what time is it in Tokyo"
 SETTLE_S = 3.0
 
@@ -314,23 +318,12 @@ def markdown(report: dict[str, Any]) -> str:
         f"{report['runs']} runs each, medians (ms); load average "
         f"{', '.join(f'{x:.1f}' for x in report['load_average'])}",
         "",
-        "| | " + " | ".join(names) + " |",
-        "|---|" + "---|" * len(names),
+        *trees.column_head(names),
     ]
     for key in report["results"][names[0]]:
         cells = [f"{report['results'][n].get(key, {}).get('median', 0):,.0f}" for n in names]
         lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def sources_from(specs: list[str]) -> dict[str, Path]:
-    sources = {"this": ROOT / "src"}
-    for spec in specs:
-        name, _, path = spec.partition("=")
-        if not path:
-            raise SystemExit(f"--src wants NAME=PATH, got {spec!r}")
-        sources[name] = Path(path).resolve()
-    return sources
 
 
 def main() -> int:
@@ -344,13 +337,7 @@ def main() -> int:
         help="NAME=DIR: serve's state dir for --src NAME (its own keys and cards)",
     )
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
-    parser.add_argument(
-        "--python",
-        action="append",
-        default=[],
-        help="NAME=EXE: the interpreter for --src NAME (its own environment)",
-    )
+    trees.add_tree_options(parser)
     parser.add_argument(
         "--tree-config",
         action="append",
@@ -371,12 +358,8 @@ def main() -> int:
     for spec in options.state:
         name, _, path = spec.partition("=")
         states[name] = Path(path).resolve()
-    sources = sources_from(options.src)
-    for spec in options.python:
-        name, _, exe = spec.partition("=")
-        if name not in sources or not exe:
-            raise SystemExit(f"--python wants NAME=EXE for a --src NAME, got {spec!r}")
-        PYTHONS[sources[name]] = exe
+    sources = {"this": ROOT / "src", **trees.sources_from(options.src)}
+    PYTHONS.update(trees.interpreters_from(options.python, sources, src_form="--src NAME"))
     configs: dict[str, Path] = {}
     for spec in options.tree_config:
         name, _, path = spec.partition("=")

@@ -53,8 +53,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-DEFAULT_SCALES = "livemcpbench,10000,100000"
-DEFAULT_METHODS = "hybrid,two-stage,dense,bm25"
+from trees import add_tree_options, interpreters_from, sources_or_bare  # noqa: E402
+
 TARGETS = {"livemcpbench": "p50 <= 5 ms", "100000": "p50 <= 25 ms, peak RSS <= 400 MB"}
 
 
@@ -570,29 +570,13 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _sources(specs: list[str]) -> dict[str, Path | None]:
-    if not specs:
-        return {"current": None}
-    out: dict[str, Path | None] = {}
-    for spec in specs:
-        name, _, path = spec.partition("=")
-        out[name] = Path(path).resolve() if path else None
-    return out
-
-
 def main() -> int:
+    from discover_latency import add_scale_options
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--scales", default=DEFAULT_SCALES)
-    parser.add_argument("--methods", default=DEFAULT_METHODS)
-    parser.add_argument("--queries", type=int, default=200)
+    add_scale_options(parser)
     parser.add_argument("--runs", type=int, default=1, help="measured runs per source (medians)")
-    parser.add_argument("--src", action="append", default=[], help="NAME=PATH to a src folder")
-    parser.add_argument(
-        "--python",
-        action="append",
-        default=[],
-        help="NAME=EXE: the interpreter for --src NAME (its own environment)",
-    )
+    add_tree_options(parser)
     parser.add_argument("--state-dir", type=Path, help="where stores and caches go (default: temp)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     parser.add_argument(
@@ -630,13 +614,8 @@ def main() -> int:
     if args.prepare:
         print(json.dumps(prepare(args.prepare, args.state_dir)))
         return 0
-    sources = _sources(args.src)
-    for spec in args.python:
-        name, _, exe = spec.partition("=")
-        src = sources.get(name)
-        if src is None or not exe:
-            raise SystemExit(f"--python wants NAME=EXE for a --src NAME=PATH, got {spec!r}")
-        PYTHONS[src] = exe
+    sources = sources_or_bare(args.src) or {"current": None}
+    PYTHONS.update(interpreters_from(args.python, sources))
     with tempfile.TemporaryDirectory(prefix="cartograph-serve-") as tmp:
         root = args.state_dir or Path(tmp)
         result = run_all(

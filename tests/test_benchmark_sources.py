@@ -7,7 +7,9 @@ already (an argument older trees do not take). Here each runs this checkout's
 ``src`` through it on a tiny input: the numbers are the benchmark's business,
 only that every figure arrives is checked.
 
-``discover_latency.py`` takes ``--src`` and ``--python`` the same way.
+``discover_latency.py`` takes ``--src`` and ``--python`` the same way: all three
+read them through ``benchmarks/trees.py``, and each still refuses a tree it
+cannot measure in the words it always used.
 ``first_answer.py --throwaway`` makes each tree bootstrap a state of its own
 (``keys init`` and ``bootstrap`` run by that tree's code), and ``--imports``
 reads ``serve``'s ``-X importtime`` log up to the first answer: both are run
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks import first_answer
+from benchmarks import first_answer, trees
 from typer.testing import CliRunner
 
 from cartograph.catalog.model import Catalog, ServerDef, ToolDef
@@ -203,3 +205,68 @@ def test_blink_puts_every_tree_and_floor_in_one_table() -> None:
     assert "| hybrid `discover` (CPU p50) | 12.00 ms | 5.50 ms |" in text
     assert "0.12 ms CPU p50" in text and "load average 4.0/4.0/4.0" in text
     assert "| pooled | +1.25 ms | +3.50 ms |" in text
+
+
+# -- the trees on the command line (benchmarks/trees.py) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("script", "argv", "refusal"),
+    [
+        ("first_answer", ["--src", "old"], "--src wants NAME=PATH, got 'old'"),
+        (
+            "first_answer",
+            ["--src", "old=/tmp/old", "--python", "new=/bin/py"],
+            "--python wants NAME=EXE for a --src NAME, got 'new=/bin/py'",
+        ),
+        ("discover_latency", ["--src", "old="], "--src wants NAME=PATH, got 'old='"),
+        (
+            "discover_latency",
+            ["--src", "old=/tmp/old", "--python", "old"],
+            "--python wants NAME=EXE for a --src NAME=PATH, got 'old'",
+        ),
+        (
+            "serving_scale",
+            ["--src", "old", "--python", "old=/bin/py"],
+            "--python wants NAME=EXE for a --src NAME=PATH, got 'old=/bin/py'",
+        ),
+    ],
+)
+def test_each_script_refuses_a_tree_it_cannot_measure_in_its_own_words(
+    script: str, argv: list[str], refusal: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module: Any = importlib.import_module(f"benchmarks.{script}")
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
+
+    with pytest.raises(SystemExit) as refused:
+        module.main()
+
+    assert refused.value.code == refusal
+    assert module.PYTHONS == {}
+
+
+def test_trees_keep_their_order_and_a_later_name_wins(tmp_path: Path) -> None:
+    specs = [f"b={tmp_path / 'one'}", f"a={tmp_path / 'two'}", f"b={tmp_path / 'three'}"]
+
+    sources = trees.sources_from(specs)
+
+    assert sources == {"b": tmp_path / "three", "a": tmp_path / "two"}
+    assert list(sources) == ["b", "a"]
+    assert trees.interpreters_from(["a=/bin/py"], sources) == {tmp_path / "two": "/bin/py"}
+
+
+def test_a_bare_name_is_this_interpreters_code_and_takes_no_python(tmp_path: Path) -> None:
+    sources = trees.sources_or_bare(["now", f"old={tmp_path}"])
+
+    assert sources == {"now": None, "old": tmp_path}
+    with pytest.raises(SystemExit) as refused:
+        trees.interpreters_from(["now=/bin/py"], sources)
+    assert refused.value.code == "--python wants NAME=EXE for a --src NAME=PATH, got 'now=/bin/py'"
+
+
+def test_blink_hands_the_trees_on_as_it_was_given_them() -> None:
+    assert trees.tree_args(["old=/tmp/old", "odd"], ["old=/bin/py"]) == [
+        "--src=old=/tmp/old",
+        "--src=odd",
+        "--python=old=/bin/py",
+    ]
