@@ -12,11 +12,35 @@ import anyio
 from hypothesis import strategies as st
 from mcp.types import CallToolResult
 
-from cartograph.config.model import ServerConfig
+from cartograph.cards.bootstrap import attest_catalog
+from cartograph.cards.generators.template import TemplateGenerator
+from cartograph.cards.operator import init_operator_key
+from cartograph.cards.overrides import OverridingGenerator, config_overrides
+from cartograph.cards.paths import trust_path
+from cartograph.cards.store import CardStore
+from cartograph.cards.trust import load_trust
+from cartograph.config.model import Config, ServerConfig
 from cartograph.gateway.results import error_code
 from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.runtime.catalog import CatalogRuntime
+from cartograph.upstream.federation import load_catalog_for
 from tests.helpers.support import config_for
+
+
+async def bootstrap(config: Config) -> None:
+    """What `cartograph bootstrap` does: list live, generate with overrides, sign, write."""
+    key = init_operator_key(config).key
+    catalog = await load_catalog_for(config)
+    overrides = config_overrides(config)
+    attest_catalog(
+        catalog,
+        store=CardStore(config.state_dir),
+        key=key,
+        generator=OverridingGenerator(TemplateGenerator(), overrides),
+        overrides=overrides,
+        configs={s.name: s for s in config.servers},
+        trust=load_trust(trust_path(config)),
+    )
 
 
 @asynccontextmanager

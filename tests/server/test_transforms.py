@@ -16,13 +16,6 @@ from typing import Any
 
 import pytest
 
-from cartograph.cards.bootstrap import attest_catalog
-from cartograph.cards.generators.template import TemplateGenerator
-from cartograph.cards.operator import init_operator_key
-from cartograph.cards.overrides import OverridingGenerator, config_overrides
-from cartograph.cards.paths import trust_path
-from cartograph.cards.store import CardStore
-from cartograph.cards.trust import load_trust
 from cartograph.config.model import Config
 from cartograph.config.transforms import ToolTransform
 from cartograph.rift.analysis import tools_from_cards
@@ -31,9 +24,8 @@ from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.runtime import CatalogRuntime
 from cartograph.stubs.generate import generate_stubs
 from cartograph.stubs.shapes import tool_shapes
-from cartograph.upstream.federation import load_catalog_for
 from tests.helpers.support import config_for, scriptable
-from tests.server.support import call, code, text
+from tests.server.support import bootstrap, call, code, text
 
 ACCOUNT_ENV = "CARTOGRAPH_TEST_BILLING_ACCOUNT"
 INVOICE: dict[str, Any] = {
@@ -58,22 +50,6 @@ def billing_config(state_dir: Path, transform: dict[str, Any] | None = None) -> 
     tools = {"create_invoice": ToolTransform.model_validate(transform or INVOICE)}
     server = scriptable("billing", "--tools", "billing", tools=tools)
     return config_for(state_dir, server)
-
-
-async def bootstrap(config: Config) -> None:
-    """What `cartograph bootstrap` does: list live, generate with overrides, sign, write."""
-    key = init_operator_key(config).key
-    catalog = await load_catalog_for(config)
-    overrides = config_overrides(config)
-    attest_catalog(
-        catalog,
-        store=CardStore(config.state_dir),
-        key=key,
-        generator=OverridingGenerator(TemplateGenerator(), overrides),
-        overrides=overrides,
-        configs={s.name: s for s in config.servers},
-        trust=load_trust(trust_path(config)),
-    )
 
 
 @asynccontextmanager

@@ -21,11 +21,15 @@ are calibrated on single-step, multi-step and out-of-catalog tasks together
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
+
+from pydantic import Field
 
 from cartograph import error_codes as codes
 from cartograph.cards.verified import VerifiedCards
 from cartograph.errors import ArgumentError, RetrievalError
+from cartograph.index.name_copies import SharedName
 from cartograph.index.open_world import calibrated_delta
 from cartograph.index.rankers.base import QueryContext, Ranking
 from cartograph.index.schema_compact import compact_schema
@@ -67,6 +71,25 @@ class ToolProvenance(StrictModel):
     verified: bool
 
 
+class SharedNameNote(StrictModel):
+    """Another server's tool has this tool's name (or a look-alike of it): P-NAME-3.
+
+    The agent's warning that two tools answer to one name, read off the
+    index as ``status`` reads it (:meth:`ToolIndex.shared_names`).
+    ``ranked_by_name`` false: the index holds the tool without its name (a
+    look-alike, or a copy of a name another server's tool backs, that the
+    operator did not vouch for with ``vouch_name``).
+    """
+
+    also: list[str]
+    """The other servers' tools of that name, as ``server/tool``."""
+    ranked_by_name: bool
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class DiscoveredTool(StrictModel):
     server: str
     tool: str
@@ -75,6 +98,9 @@ class DiscoveredTool(StrictModel):
     example: dict[str, Any]
     score: float
     provenance: ToolProvenance
+    shared_name: SharedNameNote | None = Field(default=None, exclude_if=_absent)
+    """Only on a tool whose name another server's tool also has; left out of
+    every dump otherwise, so other tools' replies are unchanged."""
 
 
 class DiscoverResult(StrictModel):
@@ -141,7 +167,8 @@ def discover(
         confidence = ctx.best_similarity()
     abstained = should_abstain(index, ctx, confidence, threshold, open_world_delta)
     shown = ranked[: min(k, ABSTAIN_SHOWN)] if abstained else ranked
-    tools = [_tool(cards, *index.corpus.key(i), score) for i, score in shown]
+    shared = index.shared_names()  # once per index; the serving path computes it at build
+    tools = [_tool(cards, index.corpus.key(i), score, shared) for i, score in shown]
     return DiscoverResult(
         task=task,
         method=method or index.default_method,
@@ -175,7 +202,13 @@ def task_confidence(ctx: QueryContext) -> float:
     return ctx.best_similarity()
 
 
-def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> DiscoveredTool:
+def _tool(
+    cards: VerifiedCards,
+    key: tuple[str, str],
+    score: float,
+    shared: Mapping[tuple[str, str], SharedName],
+) -> DiscoveredTool:
+    server, tool = key
     # From the server's reply table (pinned by the signed manifest, hash-checked
     # when first read) or else its card, re-checked against its verified
     # fingerprints first (P-SIG-3); either way no card is parsed per answer.
@@ -199,4 +232,11 @@ def _tool(cards: VerifiedCards, server: str, tool: str, score: float) -> Discove
             generator_version=reply.generator_version,
             verified=True,
         ),
+        shared_name=_note(shared.get(key)),
     )
+
+
+def _note(shared: SharedName | None) -> SharedNameNote | None:
+    if shared is None:
+        return None
+    return SharedNameNote(also=shared.also_names(), ranked_by_name=shared.ranked_by_name)

@@ -76,12 +76,16 @@ def collision_notes(groups: Iterable[list[ToolKey]]) -> Mapping[ToolKey, tuple[T
 
 @dataclass(frozen=True)
 class SharedName:
-    """What ``status`` says of a tool whose name another server's tool also has."""
+    """What ``status`` and ``discover`` say of a tool whose name another server's tool also has."""
 
     also: tuple[ToolKey, ...]
     ranked_by_name: bool
     """False when the index holds it without its name (an imitation, a name
     copy, or a name that hides characters)."""
+
+    def also_names(self) -> list[str]:
+        """The other servers' tools as ``server/tool`` (how ``status`` and ``discover`` say it)."""
+        return [f"{server}/{tool}" for server, tool in self.also]
 
 
 def shared_names(

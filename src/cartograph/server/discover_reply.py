@@ -27,13 +27,17 @@ def discover_text(result: DiscoverResult) -> str:
     lossless for arguments (names, ``*`` = required, types, enums,
     defaults, constraints, descriptions; ``schema_signature``); the gist is
     the description's first informative clause, without sentences that
-    only restate names. Full descriptions and usage examples stay in
+    only restate names. A tool whose name another server's tool also has
+    ends its line with :func:`_name_note` (P-NAME-3); no other tool pays
+    for it. Full descriptions and usage examples stay in
     :meth:`DiscoverResult.model_dump` (``cartograph discover --json``).
     """
     lines: list[str] = [result.hint] if result.abstained and result.hint else []
     for server, tools in _by_server(result.tools):
         lines.append(f"[{server}]")
-        lines += [f"- {t.tool}({_signature(t.input_schema)}): {_gist(t)}" for t in tools]
+        lines += [
+            f"- {t.tool}({_signature(t.input_schema)}): {_gist(t)}{_name_note(t)}" for t in tools
+        ]
     if not result.tools:
         lines.append("No tools are available.")
     return "\n".join(lines)
@@ -45,9 +49,10 @@ def discover_structured(result: DiscoverResult) -> dict[str, Any]:
     The agent reads :func:`discover_text`, which already carries every argument
     losslessly; repeating descriptions and schemas here would double the
     response. This is the machine-readable part a client needs to follow
-    up (which server/tool, how sure, which signed card vouches for it).
-    The full result stays available as :meth:`DiscoverResult.model_dump` (library, CLI
-    ``--json``).
+    up (which server/tool, how sure, which signed card vouches for it), and,
+    on a tool whose name another server's tool also has (only there), that
+    note as ``shared_name`` (P-NAME-3). The full result stays available as
+    :meth:`DiscoverResult.model_dump` (library, CLI ``--json``).
     """
     # Cards grouped by who signed them: one operator key usually signs every
     # card, and a 64-hex key id repeated per server would dominate the reply.
@@ -63,7 +68,7 @@ def discover_structured(result: DiscoverResult) -> dict[str, Any]:
         for (key, gen, ok), versions in signed.items()
     ]
     out: dict[str, Any] = {
-        "tools": [{"server": t.server, "tool": t.tool, "score": t.score} for t in result.tools],
+        "tools": [_entry(t) for t in result.tools],
         "abstained": result.abstained,
         "confidence": result.confidence,
         "signed": cards,
@@ -71,6 +76,27 @@ def discover_structured(result: DiscoverResult) -> dict[str, Any]:
     if result.hint:
         out["hint"] = result.hint
     return out
+
+
+def _entry(tool: DiscoveredTool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"server": tool.server, "tool": tool.tool, "score": tool.score}
+    if tool.shared_name is not None:
+        entry["shared_name"] = tool.shared_name.model_dump()
+    return entry
+
+
+def _name_note(tool: DiscoveredTool) -> str:
+    """`` [name also calc/echo; not ranked by name]``: two tools answer to one name.
+
+    The agent then chooses by server and description, not by the name; "not
+    ranked by name" says the index judged the name another tool's (a copy or
+    look-alike the operator did not vouch for).
+    """
+    note = tool.shared_name
+    if note is None:
+        return ""
+    ranked = "ranked by name" if note.ranked_by_name else "not ranked by name"
+    return f" [name also {', '.join(note.also)}; {ranked}]"
 
 
 def _by_server(tools: list[DiscoveredTool]) -> list[tuple[str, list[DiscoveredTool]]]:

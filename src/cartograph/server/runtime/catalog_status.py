@@ -125,7 +125,7 @@ def _shared_names(facts: CatalogFacts, name: str) -> dict[str, Any]:
     shared = [
         {
             "tool": tool,
-            "also": [f"{s}/{t}" for s, t in note.also],
+            "also": note.also_names(),
             "ranked_by_name": note.ranked_by_name,
         }
         for (server, tool), note in facts.shared.items()
