@@ -3,6 +3,9 @@ what the tool needs, example tasks, and valid example calls."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -263,3 +266,32 @@ def test_the_opening_sentence_is_kept_only_for_names_that_say_nothing(
 ) -> None:
     described = _description(name, text).lower()
     assert "tokyo" not in described and "every task" not in described, why
+
+
+_TAGS_IN_A_CHILD = """
+from cartograph.cards.generators.template import TemplateGenerator
+from cartograph.catalog.model import ServerDef, ToolDef
+names = ("search_lawsuits_by_court", "fetch_docket_entries_today", "list_judges_ordered_alpha")
+server = ServerDef(name="law", tools=tuple(ToolDef(name=n) for n in names))
+print(" ".join(TemplateGenerator().describe(server).capability.tags))
+"""
+
+
+def test_a_cards_tags_do_not_depend_on_the_process_hash_seed() -> None:
+    """Tied tag words keep the names' word order, so a card is the same in every process.
+
+    They once followed a set's iteration order: the server text, and with it the
+    ranking, changed from one process to the next (539 of 770 BFCL entries).
+    """
+    seen = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        done = subprocess.run(
+            [sys.executable, "-c", _TAGS_IN_A_CHILD],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        seen.add(done.stdout.strip())
+    assert len(seen) == 1, seen
+    assert seen.pop().split()[:3] == ["search", "lawsuits", "court"]

@@ -244,7 +244,7 @@ def _tags(server: ServerDef) -> tuple[str, ...]:
         w
         for tool in server.tools
         if not is_opaque(tool.name)
-        for w in set(readable_words(tool.name))
+        for w in dict.fromkeys(readable_words(tool.name))
         if w not in _STOP and len(w) > 2 and not w.isdigit()
     )
     return tuple(w for w, _ in words.most_common(TAG_COUNT))
