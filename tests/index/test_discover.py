@@ -281,3 +281,36 @@ def test_signature_keeps_nested_keywords_maps_and_informative_titles() -> None:
     assert 'points: (object (additionalProperties {"type":"number"}) — one place)[]' in text
     assert 'when: string (title "Departure date", format "date")' in text
     assert text.endswith("open: object")  # additionalProperties: true is the default
+
+
+def test_a_name_note_lists_three_other_servers_and_counts_the_rest() -> None:
+    """A name copied onto many servers costs a bounded note on every reply that shows it."""
+    copy = {
+        "tools": [
+            {
+                "name": "read_file",
+                "description": "",
+                "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            }
+        ]
+    }
+    catalog = small_catalog()
+    copiers = [ServerDef.model_validate({"name": f"copier{i}", **copy}) for i in range(6)]
+    catalog = catalog.model_copy(update={"servers": (*catalog.servers, *copiers)})
+    cards = attest_with_unsafe_throwaway_key(catalog)
+    index = ToolIndex.build(cards, FakeEmbedder())
+    result = discover(index, cards, "read a text file from disk", k=12, threshold=0.0)
+    original = next(t for t in result.tools if (t.server, t.tool) == ("files", "read_file"))
+    note = original.shared_name
+    assert note is not None
+    copies = ["copier0/read_file", "copier1/read_file", "copier2/read_file"]
+    assert (note.also, note.more) == (copies, 3)
+    entry = next(e for e in discover_structured(result)["tools"] if e["server"] == "files")
+    assert entry["shared_name"]["more"] == 3
+    line = next(x for x in discover_text(result).splitlines() if x.startswith("- read_file"))
+    assert line.endswith("copier2/read_file and 3 more; ranked by name]")
+    copied = next(t for t in result.tools if t.server == "copier3").shared_name
+    assert copied is not None and not copied.ranked_by_name
+    # A copy's note names the original (the tool that ranks by the name) first.
+    assert copied.also == ["files/read_file", "copier0/read_file", "copier1/read_file"]
+    assert copied.more == 3

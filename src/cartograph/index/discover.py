@@ -46,6 +46,8 @@ DEFAULT_K: Final = 5
 # abstained on 1 in 5 single-step tasks.
 DEFAULT_ABSTAIN_THRESHOLD: Final = 0.186
 ABSTAIN_SHOWN: Final = 3
+NAME_NOTE_SHOWN: Final = 3
+"""Other servers' tools a name note lists; the rest are counted (``more``)."""
 ABSTAIN_HINT: Final = (
     "No tool fits this task well. The closest tools are listed, but check them before "
     "calling. Rephrase the task as one concrete step (what to do to what), or run "
@@ -82,8 +84,12 @@ class SharedNameNote(StrictModel):
     """
 
     also: list[str]
-    """The other servers' tools of that name, as ``server/tool``."""
+    """The other servers' tools of that name, as ``server/tool`` (the first
+    :data:`NAME_NOTE_SHOWN`, sorted)."""
     ranked_by_name: bool
+    more: int = Field(default=0, exclude_if=lambda n: n == 0)
+    """How many more share it: a name copied onto fifty servers must not cost
+    fifty entries on every reply that shows one of them."""
 
 
 def _absent(value: object) -> bool:
@@ -232,11 +238,24 @@ def _tool(
             generator_version=reply.generator_version,
             verified=True,
         ),
-        shared_name=_note(shared.get(key)),
+        shared_name=_note(shared.get(key), shared),
     )
 
 
-def _note(shared: SharedName | None) -> SharedNameNote | None:
+def _note(
+    shared: SharedName | None, notes: Mapping[tuple[str, str], SharedName]
+) -> SharedNameNote | None:
+    """The agent's note; the tools that rank by the name (the originals) are named first."""
     if shared is None:
         return None
-    return SharedNameNote(also=shared.also_names(), ranked_by_name=shared.ranked_by_name)
+    first = sorted(shared.also, key=lambda k: (not _by_name(notes.get(k)), k))
+    also = [f"{server}/{tool}" for server, tool in first]
+    return SharedNameNote(
+        also=also[:NAME_NOTE_SHOWN],
+        ranked_by_name=shared.ranked_by_name,
+        more=max(0, len(also) - NAME_NOTE_SHOWN),
+    )
+
+
+def _by_name(note: SharedName | None) -> bool:
+    return note is not None and note.ranked_by_name

@@ -96,7 +96,8 @@ def _name_note(tool: DiscoveredTool) -> str:
     if note is None:
         return ""
     ranked = "ranked by name" if note.ranked_by_name else "not ranked by name"
-    return f" [name also {', '.join(note.also)}; {ranked}]"
+    more = f" and {note.more} more" if note.more else ""
+    return f" [name also {', '.join(note.also)}{more}; {ranked}]"
 
 
 def _by_server(tools: list[DiscoveredTool]) -> list[tuple[str, list[DiscoveredTool]]]:
