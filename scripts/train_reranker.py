@@ -7,13 +7,13 @@ once from Cartograph's own venv; training runs in a throwaway virtualenv like
 
     .venv/bin/python benchmarks/train_sets.py
     .venv/bin/python scripts/train_reranker.py data --out heads.json
-    .venv/bin/python scripts/train_reranker.py data --evaluation --out heads-eval.json
+    .venv/bin/python scripts/train_reranker.py data --evaluation --out eval.json
     $VENV/bin/python scripts/train_reranker.py train --data heads.json --out DIR \\
         --loss pointwise --lr 3e-5                     # then, from its weights:
     $VENV/bin/python scripts/train_reranker.py train --data heads.json --out DIR2 \\
         --loss listwise --lr 5e-5 --resume DIR/reranker.pt
     .venv/bin/python scripts/train_reranker.py score --data DEV.json --model DIR2 --out dev.json
-    .venv/bin/python scripts/train_reranker.py score --data heads-eval.json --model DIR2 --out ev.json
+    .venv/bin/python scripts/train_reranker.py score --data eval.json --model DIR2 --out ev.json
     .venv/bin/python scripts/train_reranker.py analyse --train dev.json --evaluation ev.json
 
 (``$VENV``: ``scripts/finetune_minilm.py``'s throwaway environment; DEV.json: the
@@ -268,16 +268,9 @@ def train_listwise(
 
     groups = training_groups(rows)
     per_step = BATCH // (NEGATIVES + 1)
-    steps = (len(groups) + per_step - 1) // per_step
-    optimiser = torch.optim.AdamW(model.module.parameters(), lr=args.lr, weight_decay=0.01)
-    warm = max(1, int(WARMUP * steps))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (steps - s) / steps)
-    )
-    print(f"{len(groups)} groups, {steps} steps", file=sys.stderr)
-    model.module.train()
-    started = time.process_time()
-    for step in range(steps):
+    print(f"{len(groups)} groups", file=sys.stderr)
+
+    def loss(step: int) -> Any:
         chunk = groups[step * per_step : (step + 1) * per_step]
         tasks = [task for task, texts, _ in chunk for _ in texts]
         texts = [text for _, group, _ in chunk for text in group]
@@ -286,20 +279,57 @@ def train_listwise(
         at = 0
         for _, group, answer in chunk:
             scores = torch.cat([logits[at : at + len(group)], torch.zeros(1)])
-            target = torch.tensor(answer if answer >= 0 else len(group))
-            losses.append(
-                torch.nn.functional.cross_entropy(scores.unsqueeze(0), target.unsqueeze(0))
-            )
+            target = torch.tensor([answer if answer >= 0 else len(group)])
+            losses.append(torch.nn.functional.cross_entropy(scores.unsqueeze(0), target))
             at += len(group)
-        loss = torch.stack(losses).mean()
-        loss.backward()
+        return torch.stack(losses).mean()
+
+    run_steps(model, args.lr, (len(groups) + per_step - 1) // per_step, loss)
+
+
+def train_pointwise(
+    args: argparse.Namespace, model: CrossEncoder, rows: list[dict[str, Any]]
+) -> None:
+    """Binary cross-entropy per (task, tool) pair, the right ones weighted up to balance."""
+    import torch
+
+    pairs = training_pairs(rows)
+    positive = sum(y for _, _, y in pairs) / len(pairs)
+    weight = torch.tensor((1 - positive) / positive)
+    print(f"{len(pairs)} pairs, {positive:.1%} right", file=sys.stderr)
+
+    def loss(step: int) -> Any:
+        chunk = pairs[step * BATCH : (step + 1) * BATCH]
+        logits = model.logits([t for t, _, _ in chunk], [d for _, d, _ in chunk])
+        labels = torch.tensor([y for _, _, y in chunk])
+        return torch.nn.functional.binary_cross_entropy_with_logits(
+            logits, labels, pos_weight=weight
+        )
+
+    run_steps(model, args.lr, (len(pairs) + BATCH - 1) // BATCH, loss)
+
+
+def run_steps(model: CrossEncoder, lr: float, steps: int, loss: Any) -> None:
+    """AdamW, linear warm-up over ``WARMUP`` of the steps then linear decay, clipped at 1."""
+    import torch
+
+    optimiser = torch.optim.AdamW(model.module.parameters(), lr=lr, weight_decay=0.01)
+    warm = max(1, int(WARMUP * steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (steps - s) / steps)
+    )
+    model.module.train()
+    started = time.process_time()
+    for step in range(steps):
+        value = loss(step)
+        value.backward()
         torch.nn.utils.clip_grad_norm_(model.module.parameters(), 1.0)
         optimiser.step()
         schedule.step()
         optimiser.zero_grad()
         if step % 20 == 0:
             cpu = time.process_time() - started
-            print(f"step {step}/{steps} loss {loss.item():.3f} cpu {cpu:.0f} s", file=sys.stderr)
+            print(f"step {step}/{steps} loss {value.item():.3f} cpu {cpu:.0f} s", file=sys.stderr)
 
 
 def train(args: argparse.Namespace) -> int:
@@ -311,36 +341,7 @@ def train(args: argparse.Namespace) -> int:
     model = CrossEncoder(str(get_model_path()))
     if args.resume is not None:
         model.module.load_state_dict(torch.load(args.resume))
-    if args.loss == "listwise":
-        train_listwise(args, model, rows)
-        return finish(args, model, rows)
-    pairs = training_pairs(rows)
-    steps = (len(pairs) + BATCH - 1) // BATCH
-    optimiser = torch.optim.AdamW(model.module.parameters(), lr=args.lr, weight_decay=0.01)
-    warm = max(1, int(WARMUP * steps))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (steps - s) / steps)
-    )
-    positive = sum(y for _, _, y in pairs) / len(pairs)
-    weight = torch.tensor((1 - positive) / positive)
-    print(f"{len(pairs)} pairs, {positive:.1%} right, {steps} steps", file=sys.stderr)
-    model.module.train()
-    started = time.process_time()
-    for step in range(steps):
-        chunk = pairs[step * BATCH : (step + 1) * BATCH]
-        logits = model.logits([t for t, _, _ in chunk], [d for _, d, _ in chunk])
-        labels = torch.tensor([y for _, _, y in chunk])
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            logits, labels, pos_weight=weight
-        )
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.module.parameters(), 1.0)
-        optimiser.step()
-        schedule.step()
-        optimiser.zero_grad()
-        if step % 20 == 0:
-            cpu = time.process_time() - started
-            print(f"step {step}/{steps} loss {loss.item():.3f} cpu {cpu:.0f} s", file=sys.stderr)
+    (train_listwise if args.loss == "listwise" else train_pointwise)(args, model, rows)
     return finish(args, model, rows)
 
 

@@ -44,6 +44,17 @@ async def bootstrap(config: Config) -> None:
 
 
 @asynccontextmanager
+async def signed_serving(config: Config) -> AsyncIterator[ProxyHandlers]:
+    """``config``'s federation served with the operator's signed cards (no throwaway key)."""
+    await bootstrap(config)
+    runtime = await CatalogRuntime.start(config, config.servers)
+    try:
+        yield ProxyHandlers(runtime, catalog="default")
+    finally:
+        await runtime.aclose()
+
+
+@asynccontextmanager
 async def running(
     state_dir: Path,
     *servers: ServerConfig,

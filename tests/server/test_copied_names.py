@@ -11,7 +11,7 @@ the agent which of the tools it returns share a name with another server's.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from cartograph.server.handlers import ProxyHandlers
 from cartograph.server.proxy import build_proxy_server
 from cartograph.server.runtime import CatalogRuntime
 from tests.helpers.support import scriptable
-from tests.server.support import bootstrap, text
+from tests.server.support import signed_serving, text
 
 TASKS = [
     ("echo text", "echo"),
@@ -85,16 +85,9 @@ async def test_status_names_the_shared_names_and_which_rank_without_them(tmp_pat
     assert "shared_names" not in by_server["notes"]
 
 
-@asynccontextmanager
-async def signed_federation(state: Path, *vouched: str) -> AsyncIterator[ProxyHandlers]:
+def signed_federation(state: Path, *vouched: str) -> AbstractAsyncContextManager[ProxyHandlers]:
     """The same federation, its cards bootstrapped with the operator's key and overrides."""
-    config = federation_config(state, vouched)
-    await bootstrap(config)
-    runtime = await CatalogRuntime.start(config, config.servers)
-    try:
-        yield ProxyHandlers(runtime, catalog="default")
-    finally:
-        await runtime.aclose()
+    return signed_serving(federation_config(state, vouched))
 
 
 async def discovered(h: ProxyHandlers, task: str) -> tuple[dict[tuple[str, str], Any], str]:

@@ -9,8 +9,6 @@ config section), then served by a real runtime from the state directory.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +18,10 @@ from cartograph.config.model import Config
 from cartograph.config.transforms import ToolTransform
 from cartograph.rift.analysis import tools_from_cards
 from cartograph.rift.diagnosis import MemberText, override_text
-from cartograph.server.handlers import ProxyHandlers
-from cartograph.server.runtime import CatalogRuntime
 from cartograph.stubs.generate import generate_stubs
 from cartograph.stubs.shapes import tool_shapes
 from tests.helpers.support import config_for, scriptable
-from tests.server.support import bootstrap, call, code, text
+from tests.server.support import call, code, signed_serving, text
 
 ACCOUNT_ENV = "CARTOGRAPH_TEST_BILLING_ACCOUNT"
 INVOICE: dict[str, Any] = {
@@ -52,17 +48,6 @@ def billing_config(state_dir: Path, transform: dict[str, Any] | None = None) -> 
     return config_for(state_dir, server)
 
 
-@asynccontextmanager
-async def serving(config: Config) -> AsyncIterator[ProxyHandlers]:
-    """The operator's signed cards, served (no throwaway key)."""
-    await bootstrap(config)
-    runtime = await CatalogRuntime.start(config, config.servers)
-    try:
-        yield ProxyHandlers(runtime, catalog="default")
-    finally:
-        await runtime.aclose()
-
-
 def upstream_saw(result: Any) -> dict[str, Any]:
     """What ``create_invoice`` received, as it answered it."""
     answer: dict[str, Any] = json.loads(text(result))
@@ -75,7 +60,7 @@ async def test_a_renamed_tool_is_found_by_its_served_name_and_the_upstream_gets_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ACCOUNT_ENV, "acct-42")
-    async with serving(billing_config(tmp_path)) as h:
+    async with signed_serving(billing_config(tmp_path)) as h:
         found = h.runtime.discover("bill the customer", 5)
         assert ("billing", "bill_customer") in {(t.server, t.tool) for t in found.tools}
         reply = await h.call_tool("discover", {"task": "bill the customer"}, principal=None)
@@ -103,7 +88,7 @@ async def test_a_hidden_argument_cannot_be_set_by_the_agent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ACCOUNT_ENV, "acct-42")
-    async with serving(billing_config(tmp_path)) as h:
+    async with signed_serving(billing_config(tmp_path)) as h:
         for hidden in ({"account_id": "acct-evil"}, {"region": "us-east"}):
             refused = await call(h, "billing", "bill_customer", amount=1, currency="EUR", **hidden)
             assert code(refused) == "argument_hidden", text(refused)
@@ -116,7 +101,7 @@ async def test_a_narrowed_enum_and_maximum_refuse_other_values_before_any_upstre
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ACCOUNT_ENV, "acct-42")
-    async with serving(billing_config(tmp_path)) as h:
+    async with signed_serving(billing_config(tmp_path)) as h:
         # GBP and 60000 are fine upstream; the operator served only EUR/USD, up to 50000.
         gbp = await call(h, "billing", "bill_customer", amount=100, currency="GBP")
         over = await call(h, "billing", "bill_customer", amount=60_000, currency="EUR")
@@ -130,7 +115,7 @@ async def test_the_upstream_names_are_not_callable_through_the_proxy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ACCOUNT_ENV, "acct-42")
-    async with serving(billing_config(tmp_path)) as h:
+    async with signed_serving(billing_config(tmp_path)) as h:
         by_old_name = await call(h, "billing", "create_invoice", amount=1, currency="EUR")
         assert code(by_old_name) == "unknown_tool"
         old_argument = await call(h, "billing", "bill_customer", amount_cents=1, currency="EUR")
@@ -144,7 +129,7 @@ async def test_an_unset_operator_variable_refuses_the_call_before_any_upstream_i
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(ACCOUNT_ENV, raising=False)
-    async with serving(billing_config(tmp_path)) as h:
+    async with signed_serving(billing_config(tmp_path)) as h:
         refused = await call(h, "billing", "bill_customer", amount=1, currency="EUR")
         assert code(refused) == "config_env_var"
         assert ACCOUNT_ENV in text(refused)
@@ -158,7 +143,7 @@ async def test_a_mapped_call_the_upstream_schema_refuses_is_the_operators_fault(
     """An operator value that is not a number where the upstream wants an integer: caught."""
     shape = {"args": {"amount_cents": {"env": ACCOUNT_ENV}}}
     monkeypatch.setenv(ACCOUNT_ENV, "not a number")
-    async with serving(billing_config(tmp_path, shape)) as h:
+    async with signed_serving(billing_config(tmp_path, shape)) as h:
         refused = await call(h, "billing", "create_invoice", account_id="a", currency="EUR")
         assert code(refused) == "transform_mismatch"
         assert "not a number" not in text(refused)  # the operator's value is never echoed
@@ -170,7 +155,7 @@ async def test_stubs_rift_and_code_mode_see_the_served_shape(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ACCOUNT_ENV, "acct-42")
-    async with serving(billing_config(tmp_path)) as h:
+    async with signed_serving(billing_config(tmp_path)) as h:
         cards = h.runtime.cards
         shapes = tool_shapes(cards["billing"])
         assert set(shapes) == {"bill_customer", "list_invoices"}
@@ -201,7 +186,7 @@ async def test_code_modes_write_gate_reads_a_renamed_tools_own_annotations(
     }
     base = config_for(tmp_path, notes().model_copy(update={"tools": reshape}))
     config = base.model_copy(update={"code_mode": CodeModeConfig(enabled=True, wall_time=20.0)})
-    async with serving(config) as h:
+    async with signed_serving(config) as h:
         result = await run_tool(h, 'await notes.open_note(title="alpha")')
         assert not result.is_error, text(result)
         assert isinstance(result.structured_content, dict)
