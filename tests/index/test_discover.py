@@ -283,6 +283,7 @@ def test_signature_keeps_nested_keywords_maps_and_informative_titles() -> None:
     assert text.endswith("open: object")  # additionalProperties: true is the default
 
 
+@pytest.mark.promise("P-NAME-3")
 def test_a_name_note_lists_three_other_servers_and_counts_the_rest() -> None:
     """A name copied onto many servers costs a bounded note on every reply that shows it."""
     copy = {
