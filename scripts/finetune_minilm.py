@@ -68,6 +68,9 @@ REPO = Path(__file__).resolve().parents[1]
 TRAIN = Path(os.environ.get("CARTOGRAPH_TRAIN_DIR", REPO.parent / "shared" / "train"))
 SOURCES = os.environ.get("CARTOGRAPH_FINETUNE_SOURCES", "metatool,bfcl").split(",")
 HARD_NEGATIVES = 3
+# Questions that need several functions: paired with their first, the others never a
+# negative. They ask for a tool among other steps, as multi-step tasks do.
+MULTI_STEP = os.environ.get("CARTOGRAPH_FINETUNE_MULTI_STEP") == "1"
 Pair = tuple[str, int, list[int]]
 SEED = 0
 SCALE = 20.0  # MultipleNegativesRankingLoss's default scale (cosine x 20)
@@ -143,11 +146,14 @@ def _bfcl(offset: int) -> tuple[list[tuple[str, str]], list[Pair]]:
     pairs: list[Pair] = []
     for line in (TRAIN / "bfcl" / "queries.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        if not row["gold"] or len(row["gold"]) != 1 or row["category"].endswith("parallel"):
+        if not row["gold"]:
+            continue
+        if (len(row["gold"]) != 1 or row["category"].endswith("parallel")) and not MULTI_STEP:
             continue
         gold = row["gold"][0]
+        golds = {position[g] for g in row["gold"] if g in position}
         negatives = sorted(
-            {position[c["name"]] for c in row["candidates"] if c["name"] != gold} - {position[gold]}
+            {position[c["name"]] for c in row["candidates"] if c["name"] not in row["gold"]} - golds
         )
         pairs.append((parse_query(row["query"]).text, position[gold], negatives[:HARD_NEGATIVES]))
     return [(e.text, e.name_text) for e in entries], pairs
