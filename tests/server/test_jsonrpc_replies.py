@@ -18,11 +18,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp_types as types
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mcp.shared.message import SessionMessage
 
 from cartograph.server.jsonrpc_refusal import _refusals
+from cartograph.server.stdio.guard import RefusingLines
 from tests.http.support import INIT_BODY, MCP_HEADERS, assemble, http_client, serving
 from tests.server.stdio_serving import SERVE, write_config
 from tests.server.wire import wire
@@ -153,6 +157,50 @@ def test_cartograph_serve_with_stdin_a_regular_file_answers_them_too(tmp_path: P
     replies = [json.loads(line) for line in out.splitlines()]
     assert _owed(replies) == EXPECTED
     assert "last" in [r["id"] for r in replies]
+
+
+async def _lines_then_eof(*lines: str) -> Any:
+    for line in lines:
+        yield line + "\n"
+
+
+class _Writes:
+    async def send(self, item: SessionMessage) -> None:
+        return None
+
+
+async def _eof_reached(guard: RefusingLines, within: float) -> bool:
+    """Whether the guard hands on end of input within ``within`` seconds."""
+    with anyio.move_on_after(within):
+        with pytest.raises(StopAsyncIteration):
+            await guard.__anext__()
+        return True
+    return False
+
+
+@pytest.mark.anyio
+async def test_end_of_input_waits_until_each_request_read_is_answered() -> None:
+    # A ping read just before EOF was dispatched by the SDK but cancelled before it
+    # ran: no reply at all (seen on a loaded CI machine with stdin a regular file).
+    ping = '{"jsonrpc":"2.0","id":"last","method":"ping"}'
+    guard = RefusingLines(_lines_then_eof(ping))
+    async with anyio.create_task_group() as group:
+        group.start_soon(guard.answer, _Writes())
+        assert await guard.__anext__() == ping + "\n"
+        assert not await _eof_reached(guard, within=0.3)  # the ping is still owed
+        guard.owed.written(types.JSONRPCResponse(jsonrpc="2.0", id="last", result={}))
+        assert await _eof_reached(guard, within=1.0)
+
+
+@pytest.mark.anyio
+async def test_a_request_its_client_cancelled_is_not_waited_for() -> None:
+    call = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"status"}}'
+    cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}'
+    guard = RefusingLines(_lines_then_eof(call, cancel))
+    async with anyio.create_task_group() as group:
+        group.start_soon(guard.answer, _Writes())
+        assert [await guard.__anext__(), await guard.__anext__()] == [call + "\n", cancel + "\n"]
+        assert await _eof_reached(guard, within=1.0)
 
 
 MODERN = "2026-07-28"

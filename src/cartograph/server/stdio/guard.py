@@ -38,6 +38,8 @@ REPLY_BUFFER: Final = 64
 """Refusals queued for the writer; a client flooding bad requests waits on its own replies."""
 DRAIN_TIMEOUT: Final = 2.0
 """At end of input, how long queued refusals may take to reach the wire."""
+OWED_TIMEOUT: Final = 2.0
+"""At end of input, how long requests already read may take to be answered before the SDK stops."""
 
 
 Refused = Callable[[Refusal], None]
@@ -64,6 +66,74 @@ def refusal_record(catalog: str, refusal: Refusal) -> AuditRecord:
     )
 
 
+class OwedReplies:
+    """The ids of requests passed to the SDK and not yet answered.
+
+    At end of input the SDK cancels its request tasks; one dispatched but not yet
+    started is never answered at all (a ``ping`` read just before EOF, say). So the
+    guard holds the SDK's end of input until what was read has been answered, or
+    :data:`OWED_TIMEOUT` has passed and the SDK's own "Connection closed" takes over.
+    """
+
+    def __init__(self) -> None:
+        self._owed: set[str | int] = set()
+        self._settled = anyio.Event()
+        self._settled.set()
+
+    def read(self, message: types.JSONRPCMessage | Exception) -> None:
+        """Note a message on its way to the SDK: a request is owed a reply, a cancel ends that."""
+        if isinstance(message, types.JSONRPCRequest):
+            self._owed.add(message.id)
+            if self._settled.is_set():
+                self._settled = anyio.Event()
+        elif (
+            isinstance(message, types.JSONRPCNotification)
+            and message.method == "notifications/cancelled"
+            and isinstance(message.params, dict)
+        ):
+            self._discharge(message.params.get("requestId"))
+
+    def written(self, message: object) -> None:
+        """Note a message the SDK writes: a response or an error discharges its id."""
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._discharge(message.id)
+
+    async def settled(self) -> None:
+        """Return once every request read has been answered (or cancelled by its client)."""
+        await self._settled.wait()
+
+    def _discharge(self, request_id: object) -> None:
+        if isinstance(request_id, str | int):
+            self._owed.discard(request_id)
+        if not self._owed:
+            self._settled.set()
+
+
+class _Answering:
+    """The SDK's write stream, telling :class:`OwedReplies` what it carries."""
+
+    def __init__(self, stream: Any, owed: OwedReplies) -> None:
+        self._stream = stream
+        self._owed = owed
+
+    async def send(self, item: SessionMessage) -> None:
+        await self._stream.send(item)
+        self._owed.written(item.message)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Answering:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stream.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class RefusingLines:
     """Async-iterates the wire's lines, holding back (and answering) refused requests."""
 
@@ -78,6 +148,7 @@ class RefusingLines:
         self._at_eof = at_eof
         self._send, self._replies = anyio.create_memory_object_stream[Refusal](REPLY_BUFFER)
         self.drained = anyio.Event()
+        self.owed = OwedReplies()
 
     def __aiter__(self) -> RefusingLines:
         return self
@@ -109,14 +180,17 @@ class RefusingLines:
                 # "Connection closed" and closes the write stream. A client that closed
                 # only stdin still reads stdout, so in-flight calls end first, with
                 # their own error (P-REL-7).
+                self._send.close()  # no refusal comes after the last line
                 if self._at_eof is not None:
                     await self._at_eof()
-                self._send.close()
+                with anyio.move_on_after(OWED_TIMEOUT):
+                    await self.owed.settled()
                 with anyio.move_on_after(DRAIN_TIMEOUT):
                     await self.drained.wait()
                 raise
             parsed, refusals = _parsed(line)
             if not refusals:
+                self.owed.read(parsed)
                 return line, parsed
             for refusal in refusals:
                 if self._on_refused is not None:
@@ -172,7 +246,7 @@ async def guarded_stdio(
         async with opened as (read, write), anyio.create_task_group() as group:
             group.start_soon(guard.answer, write)
             try:
-                yield read, write
+                yield read, _Answering(write, guard.owed)
             finally:
                 group.cancel_scope.cancel()
 
