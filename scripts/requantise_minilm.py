@@ -15,8 +15,9 @@ float32 MatMul over ``W × scale`` — and quantises that graph again per channe
 with 7-bit weights. Rounding twice costs a little fidelity against rounding the
 lost float32 weights once (docs/embeddings.md, "One model on every CPU"); the
 weights ranked by the generalisation protocol stay the ones shipped.
-``--float`` also keeps the recovered float32 graph (the "float compute" variant
-measured there). New exports (``export_minilm.py``, ``finetune_minilm.py``)
+``--float`` also keeps the recovered float32 graph: the "float compute" variant
+measured there (that run kept the int8 weights in the file and scaled them at
+load; the products are the same). New exports (``export_minilm.py``, ``finetune_minilm.py``)
 quantise their float32 weights to 7 bits directly. The output is deterministic:
 the same input and versions give the same bytes.
 """
