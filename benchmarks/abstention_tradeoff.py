@@ -3,19 +3,21 @@
     python benchmarks/train_sets.py                  # once: the BFCL training half laid out
     python benchmarks/abstention_tradeoff.py [--max-false 0.02] [--json]
 
-Fits both rules of ``cartograph.eval.calibrate`` — the raw cosine threshold and the
-open-world margin (``index/open_world.py``) — on training data only (false
-abstention at most ``--max-false`` on *each* answerable training set):
+Fits the rules of ``cartograph.eval.calibrate`` — the raw cosine threshold, the
+open-world margin (``index/open_world.py``) and the pair of them (abstain when
+either fires; what ships for a model with a calibrated delta) — on training data
+only (false abstention at most ``--max-false`` on *each* answerable training set):
 
 - the BFCL training half: its answerable questions over its own federation,
   against its irrelevance questions and its questions with the gold servers removed;
 - MetaTool (``--fit-on bfcl,metatool``): 1,000 queries of its tools, everyday
   phrasings as users ask, against the queries of a fifth of its tools taken out of
   the catalog (``train_sets.metatool_ooc``; not the fifth the protocol holds out).
- Then it applies each fitted parameter, and the
-shipped cosine threshold, to the evaluation sets (demo single-step, LiveMCPBench,
-the BFCL evaluation half: false abstention; the demo's out-of-catalog tasks: true
-abstention) and prints the trade-off. Nothing here is fitted on an evaluation set.
+
+Then it applies each fitted parameter, and the shipped rule, to the evaluation
+sets (demo single-step, LiveMCPBench, the BFCL evaluation half: false abstention;
+the demo's out-of-catalog tasks: true abstention) and prints the trade-off.
+Nothing here is fitted on an evaluation set.
 """
 
 from __future__ import annotations
@@ -26,15 +28,20 @@ import os
 import random
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
 
 from cartograph.cards.attest import attest_with_unsafe_throwaway_key
 from cartograph.catalog.snapshot import load_catalog
 from cartograph.eval.calibrate import (
     REMOVED,
     CalibrationSet,
+    Param,
+    RuleParam,
     RuleSets,
     cosine_rule,
+    either_rule,
     fit_rule,
     open_world_rule,
 )
@@ -42,6 +49,8 @@ from cartograph.eval.data import load_queries
 from cartograph.index.discover import DEFAULT_ABSTAIN_THRESHOLD
 from cartograph.index.embedders import get_embedder
 from cartograph.index.embedders.base import Embedder
+from cartograph.index.embedders.minilm.embedder import MINILM_MODEL_ID
+from cartograph.index.open_world import calibrated_delta
 from cartograph.index.tool_index import ToolIndex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,27 +104,31 @@ def main() -> None:
         ],
         [CalibrationSet("demo-ooc", demo, load_queries(DEMO / "out_of_catalog.jsonl"))],
     )
-    rows: list[dict[str, Any]] = []
-    for name, make in (("cosine", cosine_rule), ("open world", open_world_rule)):
-        fitted = fit_rule(make(*fit_on), args.max_false)
-        measured = make(*measure_on)
-        rows.append(
-            {
-                "rule": name,
-                "fitted on": args.fit_on,
-                "param": round(fitted.param, 4),
-                "train": fitted.rates,
-                "eval": _rates(measured, fitted.param),
-            }
+    cosine = (cosine_rule(*fit_on), cosine_rule(*measure_on))
+    world = (open_world_rule(*fit_on), open_world_rule(*measure_on))
+    either = (either_rule(cosine[0], world[0]), either_rule(cosine[1], world[1]))
+    rows: list[dict[str, Any]] = [
+        _fitted_row("cosine", args.fit_on, *cosine, args.max_false),
+        _fitted_row("open world", args.fit_on, *world, args.max_false),
+        _fitted_row("cosine or open world", args.fit_on, *either, args.max_false),
+    ]
+    delta = calibrated_delta(MINILM_MODEL_ID)
+    shipped: tuple[str, RuleParam, dict[str, float]] = (
+        ("cosine", DEFAULT_ABSTAIN_THRESHOLD, _rates(cosine[1], DEFAULT_ABSTAIN_THRESHOLD))
+        if delta is None
+        else (
+            "cosine or open world",
+            (DEFAULT_ABSTAIN_THRESHOLD, delta),
+            _rates(either[1], (DEFAULT_ABSTAIN_THRESHOLD, delta)),
         )
-    shipped = cosine_rule(*measure_on)
+    )
     rows.append(
         {
-            "rule": "cosine",
+            "rule": shipped[0],
             "fitted on": "shipped",
-            "param": DEFAULT_ABSTAIN_THRESHOLD,
+            "param": shipped[1],
             "train": {},
-            "eval": _rates(shipped, DEFAULT_ABSTAIN_THRESHOLD),
+            "eval": shipped[2],
         }
     )
     if args.json:
@@ -123,7 +136,27 @@ def main() -> None:
         return
     for row in rows:
         evals = ", ".join(f"{k} {v:.1%}" for k, v in row["eval"].items())
-        print(f"{row['rule']:<10} {row['fitted on']:<10} {row['param']:>8}  {evals}")
+        param = ", ".join(str(p) for p in np.atleast_1d(row["param"]))
+        print(f"{row['rule']:<20} {row['fitted on']:<14} {param:>16}  {evals}")
+
+
+def _fitted_row(
+    name: str,
+    fit_on: str,
+    train: RuleSets[Param],
+    measured: RuleSets[Param],
+    max_false: float,
+) -> dict[str, Any]:
+    """The rule fitted on the training sets and applied, unchanged, to the evaluation sets."""
+    fitted = fit_rule(train, max_false)
+    param = cast(Param, fitted.param)
+    return {
+        "rule": name,
+        "fitted on": fit_on,
+        "param": param,
+        "train": fitted.rates,
+        "eval": _rates(measured, param),
+    }
 
 
 def metatool_sets(model: Embedder) -> tuple[CalibrationSet, CalibrationSet]:
@@ -152,7 +185,7 @@ def metatool_sets(model: Embedder) -> tuple[CalibrationSet, CalibrationSet]:
     )
 
 
-def _rates(rule: RuleSets, param: float) -> dict[str, float]:
+def _rates(rule: RuleSets[Param], param: Param) -> dict[str, float]:
     decided = rule.decide(param)
     return {k: round(float(v.mean()), 4) for k, v in decided.items() if REMOVED not in k}
 

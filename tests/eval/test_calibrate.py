@@ -13,6 +13,7 @@ from cartograph.eval.calibrate import (
     calibrate_on_sets,
     cosine_rule,
     cross_validate,
+    either_rule,
     fit_rule,
     open_world_rule,
     task_confidences,
@@ -74,7 +75,7 @@ def test_a_looser_budget_never_lowers_the_threshold(index: ToolIndex) -> None:
 
 @pytest.mark.parametrize("rule_of", [cosine_rule, open_world_rule])
 def test_a_fitted_rule_keeps_each_servable_set_within_its_budget(
-    index: ToolIndex, rule_of: Callable[..., RuleSets]
+    index: ToolIndex, rule_of: Callable[..., RuleSets[float]]
 ) -> None:
     servable = [CalibrationSet("single", index, SINGLE), CalibrationSet("multi", index, MULTI)]
     rule = rule_of(servable, [CalibrationSet("ooc", index, NOTHING_FITS)])
@@ -88,8 +89,27 @@ def test_a_fitted_rule_keeps_each_servable_set_within_its_budget(
         "multi (gold removed)",
     }
     # The fitted parameter's own decisions are what the report says.
+    assert isinstance(fitted.param, float)
     decided = rule.decide(fitted.param)
     assert fitted.rates["ooc"] == pytest.approx(float(decided["ooc"].mean()), abs=1e-4)
+
+
+def test_the_pair_abstains_when_either_half_does_and_keeps_the_budget(index: ToolIndex) -> None:
+    servable = [CalibrationSet("single", index, SINGLE), CalibrationSet("multi", index, MULTI)]
+    ooc = [CalibrationSet("ooc", index, NOTHING_FITS)]
+    cosine, world = cosine_rule(servable, ooc), open_world_rule(servable, ooc)
+    pair = either_rule(cosine, world, thresholds=(-1.0, 0.2, 0.4))
+    assert len(pair.params) == 3 * len(world.params)
+    fitted = fit_rule(pair, max_false_abstain=0.0)
+    assert fitted.rates["single"] == 0.0 and fitted.rates["multi"] == 0.0
+    assert isinstance(fitted.param, tuple)
+    threshold, delta = fitted.param
+    low, outside, both = cosine.decide(threshold), world.decide(delta), pair.decide(fitted.param)
+    for name, decided in both.items():
+        assert (decided == (low[name] | outside[name])).all()
+    # Never worse than the open world alone at the same budget: (-1, delta) is a candidate.
+    alone = fit_rule(world, max_false_abstain=0.0)
+    assert fitted.rates["ooc"] >= alone.rates["ooc"]
 
 
 def test_cross_validation_fits_every_fold_on_the_other_folds(index: ToolIndex) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -141,21 +141,28 @@ def _below(values: Sequence[float], threshold: float) -> float:
 
 DELTA_GRID: Final = tuple(round(d, 4) for d in np.arange(-0.1, 0.3001, 0.0125))
 """Candidate deltas: how much better a background tool must fit than ours."""
+THRESHOLD_GRID: Final = tuple(round(t, 4) for t in np.arange(0.1, 0.4001, 0.005))
+"""Candidate cosine thresholds when the cosine is one half of a pair (:func:`either_rule`)."""
 
 Decisions = dict[str, npt.NDArray[np.bool_]]
 """Per set name: whether the rule abstains on each of its queries (in order)."""
 
 
+Param = TypeVar("Param", float, tuple[float, float])
+RuleParam = float | tuple[float, float]
+"""A rule's parameter: a threshold or delta, or a (threshold, delta) pair."""
+
+
 @dataclass(frozen=True)
-class RuleSets:
+class RuleSets(Generic[Param]):
     """Abstention decisions of one rule over every set, for each candidate parameter.
 
     Set names: servable sets by name, out-of-catalog sets by name, and each
     servable set with its gold servers removed as ``"<name> (gold removed)"``.
     """
 
-    params: tuple[float, ...]
-    decide: Callable[[float], Decisions]
+    params: tuple[Param, ...]
+    decide: Callable[[Param], Decisions]
     servable: tuple[str, ...]
     out_of_catalog: tuple[str, ...]
 
@@ -170,11 +177,13 @@ REMOVED: Final = " (gold removed)"
 class RuleReport(BaseModel):
     """One rule's parameter and its abstention rate on every set (in-sample or held out)."""
 
-    param: float
+    param: RuleParam
     rates: dict[str, float]
 
 
-def cosine_rule(servable: Sequence[CalibrationSet], ooc: Sequence[CalibrationSet]) -> RuleSets:
+def cosine_rule(
+    servable: Sequence[CalibrationSet], ooc: Sequence[CalibrationSet]
+) -> RuleSets[float]:
     """The raw-cosine rule: abstain when the best cosine is below a threshold."""
     values: dict[str, npt.NDArray[np.float64]] = {}
     for s in servable:
@@ -195,7 +204,7 @@ def open_world_rule(
     servable: Sequence[CalibrationSet],
     ooc: Sequence[CalibrationSet],
     deltas: Sequence[float] = DELTA_GRID,
-) -> RuleSets:
+) -> RuleSets[float]:
     """The open-world rule: abstain when a background tool fits better than ours by ``delta``.
 
     The margins do not depend on ``delta`` (the mask does not either), so each
@@ -222,8 +231,35 @@ def open_world_rule(
     )
 
 
+def either_rule(
+    cosine: RuleSets[float],
+    open_world: RuleSets[float],
+    thresholds: Sequence[float] = THRESHOLD_GRID,
+) -> RuleSets[tuple[float, float]]:
+    """Abstain when the best cosine is below a threshold *or* the open-world margin below -delta.
+
+    Each half misses what the other catches: the cosine, tasks no tool comes
+    near at all; the open world, tasks near a tool of ours that some tool
+    elsewhere fits clearly better. Parameters are (threshold, delta) pairs,
+    fitted together under one false budget. Both rules must be over the same sets.
+    """
+
+    def decide(pair: tuple[float, float]) -> Decisions:
+        low, outside = cosine.decide(pair[0]), open_world.decide(pair[1])
+        return {name: low[name] | outside[name] for name in low}
+
+    return RuleSets(
+        params=tuple((t, d) for t in thresholds for d in open_world.params),
+        decide=decide,
+        servable=cosine.servable,
+        out_of_catalog=cosine.out_of_catalog,
+    )
+
+
 def fit_rule(
-    rule: RuleSets, max_false_abstain: float = 0.02, subset: Mapping[str, IntArray] | None = None
+    rule: RuleSets[Param],
+    max_false_abstain: float = 0.02,
+    subset: Mapping[str, IntArray] | None = None,
 ) -> RuleReport:
     """The parameter that catches the most out-of-catalog tasks within the false budget.
 
@@ -231,7 +267,7 @@ def fit_rule(
     ties go to the higher true rate with gold servers removed. ``subset``:
     only these query positions per set (cross-validation's training folds).
     """
-    best: tuple[tuple[float, float], float, dict[str, float]] | None = None
+    best: tuple[tuple[float, float], Param, dict[str, float]] | None = None
     for param in rule.params:
         decided = _restrict(rule.decide(param), subset)
         if any(
@@ -252,7 +288,7 @@ def fit_rule(
 
 
 def cross_validate(
-    rule: RuleSets, *, folds: int = 5, seed: int = 0, max_false_abstain: float = 0.02
+    rule: RuleSets[float], *, folds: int = 5, seed: int = 0, max_false_abstain: float = 0.02
 ) -> tuple[list[float], dict[str, float]]:
     """(parameter per fold, held-out abstention rate per set): each fold fitted on the rest.
 
@@ -272,10 +308,11 @@ def cross_validate(
         train = {n: np.flatnonzero(fold_of[n] != f) for n in decided}
         test = {n: np.flatnonzero(fold_of[n] == f) for n in decided}
         fitted = fit_rule(rule, max_false_abstain, train)
-        params.append(fitted.param)
-        if np.isnan(fitted.param):
+        param = fitted.param if isinstance(fitted.param, float) else float("nan")
+        params.append(param)
+        if np.isnan(param):
             continue
-        for name, v in _restrict(rule.decide(fitted.param), test).items():
+        for name, v in _restrict(rule.decide(param), test).items():
             held[name].extend(bool(x) for x in v)
     return params, {n: round(float(np.mean(v)), 4) if v else 0.0 for n, v in held.items()}
 

@@ -4,59 +4,69 @@ A raw cosine threshold cannot tell "nothing here fits" from "this is phrased in
 everyday words": a servable "look up what I told you about my coffee" scores
 0.14 while "set an alarm for 6:30" scores 0.32 against the time server. What
 separates them is a comparison: an out-of-catalog task usually fits some tool
-of a broad, general catalog (mail, bookings, payments, music) clearly better
-than any tool of ours, while a servable one does not.
+of a broad, general catalog clearly better than any tool of ours, while a
+servable one does not.
 
-The background is MetaTool's 199 everyday tools (MIT licence,
-``background/metatool.json``, built by ``benchmarks/build_background.py``): the
-texts the index would embed for a template card of each tool, and five of its
-example tasks. Texts, not vectors, are shipped; they are embedded with the
-serving model (memoised per model id, through the embedding cache when one is
-given), so nothing here is tied to one embedder.
+The background (``background/world.json``, built by
+``benchmarks/build_background.py`` from training data only) is MetaTool's 199
+everyday products (MIT) beside the 534 functions of the BFCL training half
+that answer one of its questions (Apache-2.0): for each, the texts the index
+would embed for a template card of that tool and five of its example tasks.
+Texts are shipped, so any model can embed them (memoised per model id, through
+the embedding cache when one is given); for the shipped MiniLM the vectors are
+shipped too (``background/minilm.npz``, pinned by sha256 below), so the first
+task of a process does not pay ~15 s of embedding.
 
 Background tools that duplicate a capability of *this* catalog (time, web
 search, SQL, calculators…) must not make it abstain. The mask is derived from
 the catalog alone, never from a query: a background tool is dropped when its
 median example task fits some catalog tool at least as well as it fits the
-background tool itself (:func:`coverage` >= 0). The decision is then::
+background tool itself (:func:`coverage` >= 0). The open-world margin is then::
 
     margin  = max over the task and its steps of (best catalog cosine - best kept background cosine)
-    abstain = margin < -delta
 
-``delta`` is calibrated per model id (``benchmarks/calibrate_abstention.py``)
-and stored in :data:`CALIBRATED_DELTAS`; a model without one, which is every
-model today (see there why), uses the raw cosine threshold
-(:mod:`cartograph.index.discover`). ``discover(..., open_world_delta=...)``
-applies the rule explicitly.
+and discover abstains when ``margin < -delta`` *or* the best cosine is below
+the cosine threshold (:mod:`cartograph.index.discover`). ``delta`` is fitted
+per model id, jointly with that threshold, on training data only
+(``benchmarks/abstention_tradeoff.py``) and stored in :data:`CALIBRATED_DELTAS`;
+a model without one uses the cosine threshold alone.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
+from cartograph.errors import ModelIntegrityError
 from cartograph.index.cache import EmbeddingCache
 from cartograph.index.corpus import Corpus
 from cartograph.index.embedders.base import Embedder, Vectors
+from cartograph.index.embedders.minilm.embedder import MINILM_MODEL_ID
 
-BACKGROUND_FILE: Final = "metatool.json"
+BACKGROUND_FILE: Final = "world.json"
+BACKGROUND_VECTORS_FILE: Final = "minilm.npz"
+BACKGROUND_VECTORS_SHA256: Final = (
+    "94654738b080ba6d0165257621bed3cf863c9a82eb1fc4fd19a78f41042c9d72"
+)
+"""sha256 of :data:`BACKGROUND_VECTORS_FILE` as ``build_background.py`` wrote it."""
 
 # How much better (cosine) a background tool must fit a task than every tool of
-# ours before discover abstains, per model id. Empty: the rule is measured but
-# not on by default. For the shipped MiniLM the calibrated delta is
-# MINILM_MEASURED_DELTA (at most 2 % false abstention on each servable set,
-# template cards); held out it caught 56 % of out-of-catalog tasks against 33 %
-# for the raw cosine at the same false rate, but it abstains on the demo's own
-# check "remember that Alice works at Acme as an engineer" (a background hiring
-# tool matches "engineer"); docs/retrieval.md.
-CALIBRATED_DELTAS: Final[dict[str, float]] = {}
-MINILM_MEASURED_DELTA: Final = 0.05
+# ours before discover abstains, per model id; the cosine threshold it is paired
+# with is discover's DEFAULT_ABSTAIN_THRESHOLD. Fitted together on the training
+# sets only, at most 0.5 % false abstention on each (BFCL training half, MetaTool
+# kept tools): ``benchmarks/abstention_tradeoff.py --max-false 0.005``. Held out,
+# the pair doubled true abstention on the demo's out-of-catalog tasks at the
+# same false rate as the cosine alone (docs/retrieval.md, *Abstention*).
+CALIBRATED_DELTAS: Final[dict[str, float]] = {MINILM_MODEL_ID: 0.2375}
 
 
 def calibrated_delta(model_id: str) -> float | None:
@@ -79,6 +89,32 @@ class Background:
     provenance: str
 
 
+@dataclass(frozen=True)
+class BackgroundTexts:
+    """The shipped background's texts in the order they are embedded."""
+
+    names: tuple[str, ...]
+    everything: list[str]
+    """Each tool's index text, then each tool's name text, then every example task."""
+    owner: npt.NDArray[np.int64]
+
+
+def background_texts(doc: dict[str, Any]) -> BackgroundTexts:
+    """What to embed for the background document ``doc`` (``world.json``)."""
+    tools = doc["tools"]
+    tasks = [task for t in tools for task in t["tasks"]]
+    return BackgroundTexts(
+        names=tuple(t["name"] for t in tools),
+        everything=[t["text"] for t in tools] + [t["name_text"] for t in tools] + tasks,
+        owner=np.array([i for i, t in enumerate(tools) for _ in t["tasks"]], dtype=np.int64),
+    )
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    """One sha256 over ``texts`` in order: shipped vectors are used only for these texts."""
+    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode()).hexdigest()
+
+
 _memo: dict[str, Background] = {}
 _memo_lock = threading.Lock()
 
@@ -94,27 +130,50 @@ def background_for(embedder: Embedder, cache: EmbeddingCache | None = None) -> B
 
 
 def _embed_background(embedder: Embedder, cache: EmbeddingCache | None) -> Background:
-    doc = json.loads((files("cartograph.index") / "background" / BACKGROUND_FILE).read_text())
-    tools = doc["tools"]
-    texts = [t["text"] for t in tools]
-    names = [t["name_text"] for t in tools]
-    tasks = [task for t in tools for task in t["tasks"]]
-    owner = np.array([i for i, t in enumerate(tools) for _ in t["tasks"]], dtype=np.int64)
-    everything = texts + names + tasks
-    vectors = (
-        cache.embed_cached(embedder, everything)
-        if cache is not None
-        else embedder.embed(everything)
-    )
-    n = len(tools)
-    summed = vectors[:n].astype(np.float32) + vectors[n : 2 * n].astype(np.float32)
+    folder = files("cartograph.index") / "background"
+    doc = json.loads((folder / BACKGROUND_FILE).read_text(encoding="utf-8"))
+    texts = background_texts(doc)
+    n = len(texts.names)
+    shipped = _shipped_vectors(folder.joinpath(BACKGROUND_VECTORS_FILE).read_bytes(), texts)
+    if shipped is not None and embedder.model_id == shipped[0]:
+        tools, tasks = shipped[1], shipped[2]
+    else:
+        vectors = (
+            cache.embed_cached(embedder, texts.everything)
+            if cache is not None
+            else embedder.embed(texts.everything)
+        )
+        tools = vectors[:n].astype(np.float32) + vectors[n : 2 * n].astype(np.float32)
+        tasks = vectors[2 * n :]
     return Background(
-        names=tuple(t["name"] for t in tools),
-        tools=_unit(summed),
-        tasks=_unit(vectors[2 * n :].astype(np.float32)),
-        owner=owner,
+        names=texts.names,
+        tools=_unit(tools),
+        tasks=_unit(tasks.astype(np.float32)),
+        owner=texts.owner,
         provenance=str(doc["provenance"]),
     )
+
+
+def _shipped_vectors(data: bytes, texts: BackgroundTexts) -> tuple[str, Vectors, Vectors] | None:
+    """(model id, tool vectors, task vectors) from the shipped file, if it is for ``texts``.
+
+    The file is checked against its pin first: a changed file is a damaged
+    install, not a reason to embed quietly.
+    """
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != BACKGROUND_VECTORS_SHA256:
+        raise ModelIntegrityError(
+            f"background vectors {BACKGROUND_VECTORS_FILE} fail their sha256 pin "
+            f"(expected {BACKGROUND_VECTORS_SHA256}, got {actual}); the install is "
+            "corrupted or was modified: reinstall cartograph",
+            file=BACKGROUND_VECTORS_FILE,
+            expected=BACKGROUND_VECTORS_SHA256,
+            actual=actual,
+        )
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        if str(npz["texts_sha256"]) != texts_digest(texts.everything):
+            return None
+        return str(npz["model_id"]), npz["tools"], npz["tasks"]
 
 
 class OpenWorld:
