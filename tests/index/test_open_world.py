@@ -130,3 +130,13 @@ def _world() -> dict[str, object]:
     folder = Path(open_world.__file__).parent / "background"
     doc: dict[str, object] = json.loads((folder / open_world.BACKGROUND_FILE).read_text())
     return doc
+
+
+def test_best_of_ours_a_block_at_a_time_is_the_whole_product(
+    demo: tuple[ToolIndex, VerifiedCards], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = demo[0].corpus
+    tasks = background_for(corpus.embedder).tasks[:50]
+    whole = corpus.tool_similarities(tasks).max(axis=1)
+    monkeypatch.setattr(open_world, "_TOOL_BLOCK", 7)  # many blocks, the last one short
+    np.testing.assert_allclose(open_world.best_of_ours(corpus, tasks), whole, atol=1e-6)

@@ -128,13 +128,13 @@ def test_two_stage_at_scale_scores_only_the_chosen_servers_tools(tmp_path: Path)
 
 
 def test_the_blocked_product_is_the_matrix_product() -> None:
-    from cartograph.index.corpus import PRODUCT_BLOCK, _product
+    from cartograph.index.corpus import PRODUCT_BLOCK, matrix_product
 
     rng = np.random.default_rng(5)
     queries = rng.standard_normal((3, 16)).astype(np.float32)
     rows = rng.standard_normal((PRODUCT_BLOCK // 48 * 3 + 7, 16)).astype(np.float32)  # 4 blocks
 
-    got = _product(queries, rows)
+    got = matrix_product(queries, rows)
 
     assert got.shape == (3, len(rows)) and got.flags.c_contiguous
     assert np.allclose(got, queries @ rows.T, atol=1e-5)

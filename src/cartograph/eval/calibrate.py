@@ -356,7 +356,8 @@ def _open_world_margins(
         keep = _kept_tools(index, q) if without_gold else np.ones(index.size, dtype=bool)
         token = np.packbits(keep).tobytes()
         if token not in by_removed:
-            by_removed[token] = coverage(background, task_sims[:, keep])
+            ours = task_sims[:, keep].max(axis=1) if keep.any() else np.full(len(task_sims), -1.0)
+            by_removed[token] = coverage(background, ours)
         ours = sims[:, keep].max(axis=1) if keep.any() else np.full(len(sims), -1.0)
         out.append(margin(background, by_removed[token], ctx.vectors(), ours))
     return np.array(out)

@@ -122,22 +122,26 @@ class Corpus:
         queries = np.atleast_2d(queries)
         slot, resident = self._sample_slot, self._sample_rows
         if slot is None or resident is None:
-            return _product(queries, np.asarray(self.tool_vectors[positions], dtype=np.float32))
+            return matrix_product(
+                queries, np.asarray(self.tool_vectors[positions], dtype=np.float32)
+            )
         slots = slot[positions]
         kept = slots >= 0
         out = np.empty((queries.shape[0], len(positions)), dtype=np.float32)
         if 4 * int(kept.sum()) >= len(resident):  # the hybrid's candidates: the whole sample
-            out[:, kept] = _product(queries, resident)[:, slots[kept]]
+            out[:, kept] = matrix_product(queries, resident)[:, slots[kept]]
         elif kept.any():
-            out[:, kept] = _product(queries, resident[slots[kept]])
+            out[:, kept] = matrix_product(queries, resident[slots[kept]])
         other = positions[~kept]
-        out[:, ~kept] = _product(queries, np.asarray(self.tool_vectors[other], dtype=np.float32))
+        out[:, ~kept] = matrix_product(
+            queries, np.asarray(self.tool_vectors[other], dtype=np.float32)
+        )
         return out
 
     def server_similarities(self, queries: Vectors) -> Vectors:
         """Cosine of each query row to every server centroid (queries × servers)."""
         if self.tool_vectors.dtype == np.float16:  # at scale: one thread, BLAS speed
-            return _product(np.atleast_2d(queries), self.centroids)
+            return matrix_product(np.atleast_2d(queries), self.centroids)
         return _similarities(queries, self.centroids)
 
     @property
@@ -229,12 +233,12 @@ def _similarities(queries: Vectors, rows: Vectors) -> Vectors:
         out = np.empty((queries.shape[0], rows.shape[0]), dtype=np.float32)
         for start in range(0, rows.shape[0], _CHUNK_ROWS):
             chunk = np.asarray(rows[start : start + _CHUNK_ROWS], dtype=np.float32)
-            out[:, start : start + chunk.shape[0]] = _product(queries, chunk)
+            out[:, start : start + chunk.shape[0]] = matrix_product(queries, chunk)
         return out
     if rows.shape[0] <= SMALL_PRODUCT_ROWS:
         small: Vectors = np.einsum("qd,td->qt", queries, rows)
         return small
-    return _product(queries, rows)
+    return matrix_product(queries, rows)
 
 
 PRODUCT_BLOCK: Final = 1 << 17
@@ -245,7 +249,7 @@ product's own CPU time on a busy two-core machine (measured: 4 queries ×
 384 × 512 rows 0.02 ms, × 768 rows 1.4 ms of CPU)."""
 
 
-def _product(queries: Vectors, rows: Vectors) -> Vectors:
+def matrix_product(queries: Vectors, rows: Vectors) -> Vectors:
     """``queries @ rows.T`` (queries × rows) in row blocks of at most PRODUCT_BLOCK multiply-adds.
 
     A matrix product on one thread, at BLAS speed: numpy's ``einsum`` is ~5×

@@ -48,7 +48,7 @@ import numpy.typing as npt
 
 from cartograph.errors import ModelIntegrityError
 from cartograph.index.cache import EmbeddingCache
-from cartograph.index.corpus import Corpus
+from cartograph.index.corpus import Corpus, matrix_product
 from cartograph.index.embedders.base import Embedder, Vectors
 from cartograph.index.embedders.minilm.embedder import MINILM_MODEL_ID
 
@@ -181,15 +181,16 @@ class OpenWorld:
 
     def __init__(self, background: Background, corpus: Corpus) -> None:
         self.background = background
-        self.coverage = coverage(background, corpus.tool_similarities(background.tasks))
+        self.coverage = coverage(background, best_of_ours(corpus, background.tasks))
+        self._kept_tools = np.ascontiguousarray(background.tools[self.kept()])
 
     def kept(self) -> npt.NDArray[np.bool_]:
         """Background tools that stand for the rest of the world here (not duplicates of ours)."""
         return np.asarray(self.coverage < 0.0)
 
     def margin(self, rows: Vectors, ours: Vectors) -> float:
-        """:func:`margin` against this catalog's mask."""
-        return margin(self.background, self.coverage, rows, ours)
+        """:func:`margin` against this catalog's mask (its kept tools gathered once)."""
+        return _margin(self._kept_tools, rows, ours)
 
 
 def margin(background: Background, covered: Vectors, rows: Vectors, ours: Vectors) -> float:
@@ -200,22 +201,24 @@ def margin(background: Background, covered: Vectors, rows: Vectors, ours: Vector
     (stands for the rest of the world) when its coverage is below 0. With no
     background tool kept there is no evidence against us: 1.0.
     """
-    keep = covered < 0.0
-    if not keep.any():
+    return _margin(background.tools[covered < 0.0], rows, ours)
+
+
+def _margin(kept: Vectors, rows: Vectors, ours: Vectors) -> float:
+    if not len(kept):
         return 1.0
-    theirs = (np.atleast_2d(rows) @ background.tools[keep].T).max(axis=1)
+    # One thread: a BLAS call this small costs more in woken threads than in work.
+    theirs = matrix_product(np.atleast_2d(rows), kept).max(axis=1)
     return float(np.max(np.asarray(ours) - theirs))
 
 
-def coverage(background: Background, task_sims: Vectors) -> Vectors:
+def coverage(background: Background, ours: Vectors) -> Vectors:
     """Per background tool: the median over its example tasks of (best of ours - its own cosine).
 
-    ``task_sims``: every background task's cosine to every tool of our catalog
-    (tasks x tools). High: our catalog already serves what that tool is for.
+    ``ours``: each background task's best cosine to any tool of our catalog
+    (:func:`best_of_ours`). High: our catalog already serves what that tool is for.
     """
-    gap = _row_max(task_sims) - np.einsum(
-        "td,td->t", background.tasks, background.tools[background.owner]
-    )
+    gap = ours - np.einsum("td,td->t", background.tasks, background.tools[background.owner])
     out: Vectors = np.array(
         [np.median(gap[background.owner == i]) for i in range(len(background.names))],
         dtype=np.float32,
@@ -223,9 +226,20 @@ def coverage(background: Background, task_sims: Vectors) -> Vectors:
     return out
 
 
-def _row_max(sims: Vectors) -> Vectors:
-    out: Vectors = sims.max(axis=1) if sims.size else np.full(sims.shape[0], -1.0)
-    return out
+def best_of_ours(corpus: Corpus, rows: Vectors) -> Vectors:
+    """Each row's best cosine to any tool of ``corpus`` (-1 for an empty one).
+
+    A block of tools at a time: the background's ~1,900 tasks against 100,000
+    tools would otherwise hold a 0.8 GB product at once.
+    """
+    best = np.full(len(rows), -1.0, dtype=np.float32)
+    for start in range(0, corpus.size, _TOOL_BLOCK):
+        positions = np.arange(start, min(start + _TOOL_BLOCK, corpus.size))
+        best = np.maximum(best, corpus.tool_similarities_at(rows, positions).max(axis=1))
+    return best
+
+
+_TOOL_BLOCK: Final = 8192
 
 
 def _unit(vectors: Vectors) -> Vectors:
