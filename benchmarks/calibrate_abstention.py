@@ -11,8 +11,11 @@ MiniLM). Two rules, side by side:
 - *cosine*: abstain when the best raw cosine is below a threshold
   (``DEFAULT_ABSTAIN_THRESHOLD``; the rule for models without a delta);
 - *open world*: abstain when a background tool fits the task better than every
-  tool of ours by ``delta`` (``cartograph.index.open_world``;
-  ``CALIBRATED_DELTAS[model_id]`` should be the printed delta).
+  tool of ours by ``delta`` (``cartograph.index.open_world``).
+
+These sets include evaluation sets, so what this prints describes, it does not
+ship: the shipped pair is fitted on the training sets alone
+(``abstention_tradeoff.py``).
 
 For each: the parameter fitted on everything (in-sample rates) and the rates of
 ``--folds``-fold cross-validation (each fold's parameter fitted on the others).
