@@ -50,6 +50,7 @@ from cartograph.index.open_world import (
     BACKGROUND_FILE,
     BACKGROUND_VECTORS_FILE,
     background_texts,
+    split_vectors,
     texts_digest,
 )
 
@@ -128,17 +129,14 @@ def _write_vectors(doc: dict[str, Any], out: Path) -> str:
     """Embed the background with the shipped MiniLM, as serving would; return the file's sha256."""
     model = get_embedder("minilm")
     texts = background_texts(doc)
-    vectors = model.embed(texts.everything)
-    n = len(texts.names)
-    tools = vectors[:n] + vectors[n : 2 * n]
-    tools /= np.linalg.norm(tools, axis=1, keepdims=True)
+    tools, tasks = split_vectors(model.embed(texts.everything), len(texts.names))
     buffer = io.BytesIO()
     np.savez(
         buffer,
         model_id=np.array(model.model_id),
         texts_sha256=np.array(texts_digest(texts.everything)),
         tools=tools.astype(np.float16),
-        tasks=vectors[2 * n :].astype(np.float16),
+        tasks=tasks.astype(np.float16),
     )
     data = buffer.getvalue()
     atomic_write_bytes(out, data)

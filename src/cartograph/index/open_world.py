@@ -110,6 +110,15 @@ def background_texts(doc: dict[str, Any]) -> BackgroundTexts:
     )
 
 
+def split_vectors(vectors: Vectors, n: int) -> tuple[Vectors, Vectors]:
+    """(unit tool vectors, task vectors) from the vectors of :attr:`BackgroundTexts.everything`.
+
+    A tool is its index text and its name text together, as our own tools are.
+    """
+    tools = vectors[:n].astype(np.float32) + vectors[n : 2 * n].astype(np.float32)
+    return _unit(tools), vectors[2 * n :]
+
+
 def texts_digest(texts: Sequence[str]) -> str:
     """One sha256 over ``texts`` in order: shipped vectors are used only for these texts."""
     return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode()).hexdigest()
@@ -133,7 +142,6 @@ def _embed_background(embedder: Embedder, cache: EmbeddingCache | None) -> Backg
     folder = files("cartograph.index") / "background"
     doc = json.loads((folder / BACKGROUND_FILE).read_text(encoding="utf-8"))
     texts = background_texts(doc)
-    n = len(texts.names)
     shipped = _shipped_vectors(folder.joinpath(BACKGROUND_VECTORS_FILE).read_bytes(), texts)
     if shipped is not None and embedder.model_id == shipped[0]:
         tools, tasks = shipped[1], shipped[2]
@@ -143,8 +151,7 @@ def _embed_background(embedder: Embedder, cache: EmbeddingCache | None) -> Backg
             if cache is not None
             else embedder.embed(texts.everything)
         )
-        tools = vectors[:n].astype(np.float32) + vectors[n : 2 * n].astype(np.float32)
-        tasks = vectors[2 * n :]
+        tools, tasks = split_vectors(vectors, len(texts.names))
     return Background(
         names=texts.names,
         tools=_unit(tools),
