@@ -13,6 +13,8 @@ from cartograph.cards.verified import VerifiedCards
 from cartograph.catalog.model import ServerDef
 from cartograph.config.model import CatalogPolicy, Config, IndexConfig
 from cartograph.errors import SignatureError
+from cartograph.index import open_world, tool_index
+from cartograph.index.corpus import Corpus
 from cartograph.index.discover import ABSTAIN_SHOWN, discover
 from cartograph.index.embedders import FakeEmbedder
 from cartograph.index.schema_compact import compact_schema
@@ -315,3 +317,27 @@ def test_a_name_note_lists_three_other_servers_and_counts_the_rest() -> None:
     # A copy's note names the original (the tool that ranks by the name) first.
     assert copied.also == ["files/read_file", "copier0/read_file", "copier1/read_file"]
     assert copied.more == 3
+
+
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_the_serving_build_masks_the_background_only_for_a_calibrated_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calibrated: bool
+) -> None:
+    """The mask costs seconds at 100k tools: the build pays it, not the first discover."""
+    embedder = FakeEmbedder()
+    if calibrated:
+        monkeypatch.setitem(open_world.CALIBRATED_DELTAS, embedder.model_id, 0.2)
+    built: list[object] = []
+
+    class Recorded(open_world.OpenWorld):
+        def __init__(self, background: open_world.Background, corpus: Corpus) -> None:
+            super().__init__(background, corpus)
+            built.append(self)
+
+    monkeypatch.setattr(tool_index, "OpenWorld", Recorded)
+    cards = attest_with_unsafe_throwaway_key(small_catalog())
+    config = Config(state_dir=tmp_path, index=IndexConfig(embedder="fake"))
+    index = build_serving_index(config, cards, embedder, cache=None)
+    assert len(built) == (1 if calibrated else 0)
+    discover(index, cards, "read a text file from disk")
+    assert len(built) == (1 if calibrated else 0)  # the first discover reuses the mask
